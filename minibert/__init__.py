@@ -1,0 +1,14 @@
+"""minibert: BERT from first principles in NumPy.
+
+Every layer's forward and backward pass is written by hand (minibert/layers/), the models keep Hugging Face's
+parameter names (minibert/models/), and tests prove the numbers equal transformers'.
+"""
+
+__version__ = "0.1.0"
+
+from minibert.config import BertConfig
+from minibert.models import BertForMaskedLM, BertForPreTraining, BertModel
+from minibert.optim import AdamW, clip_grad_norm, linear_warmup_decay
+
+__all__ = ["BertConfig", "BertModel", "BertForPreTraining", "BertForMaskedLM", "AdamW", "clip_grad_norm",
+           "linear_warmup_decay"]

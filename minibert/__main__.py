@@ -1,0 +1,5 @@
+import sys
+
+from minibert.cli import main
+
+sys.exit(main())

@@ -1,0 +1,73 @@
+"""The `minibert` command line: one sub-command per module in `minibert/commands/`.
+
+Each command module defines `add_arguments(parser)` and `run(args) -> int`. Modules are imported only when
+their command runs, so `minibert --help` is instant and one command's optional dependency (matplotlib,
+scikit-learn) never breaks another.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+# command -> (module, one-line help). Keep in the order a newcomer meets them.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "pretrain": ("minibert.commands.pretrain", "pre-train a BERT (MLM, optional NSP) on a corpus"),
+    "fill-mask": ("minibert.commands.fill_mask", "fill in [MASK] tokens with a trained model"),
+    "params": ("minibert.commands.params", "print the parameter table of a config"),
+    "shapes": ("minibert.commands.shapes", "print every tensor's shape on a batch's way through the model"),
+    "train-tokenizer": ("minibert.commands.train_tokenizer", "train a WordPiece vocabulary on text files"),
+    "tokenize": ("minibert.commands.tokenize", "show the WordPiece pieces and ids of a text"),
+    "embed": ("minibert.commands.embed", "sentence embeddings (mean pooling) as JSON or .npy"),
+    "similarity": ("minibert.commands.similarity", "cosine similarity of two sentences"),
+    "finetune": ("minibert.commands.finetune", "fine-tune a text classifier on a CSV/TSV/JSONL file"),
+    "predict": ("minibert.commands.predict", "classify texts with a fine-tuned model"),
+    "attention": ("minibert.commands.attention", "draw attention maps (PNG) or an interactive HTML view"),
+    "plot": ("minibert.commands.plot", "plot training curves of a run folder"),
+    "embed-plot": ("minibert.commands.embed_plot", "project token embeddings to 2-D and plot them"),
+}
+
+
+def build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
+    parser = argparse.ArgumentParser(
+        prog="minibert",
+        description="BERT from first principles in NumPy: tokenize, pre-train, load checkpoints, fine-tune, "
+                    "and look inside.",
+        epilog="Run 'minibert COMMAND --help' for a command's options.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    subparsers = {}
+    for name, (_module, help_text) in COMMANDS.items():
+        subparsers[name] = sub.add_parser(name, help=help_text, description=help_text)
+    return parser, subparsers
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    parser, subparsers = build_parser()
+    # Only the chosen command's module is imported (and only it adds its options).
+    name = next((a for a in argv if not a.startswith("-")), None)
+    if name in COMMANDS:
+        module = importlib.import_module(COMMANDS[name][0])
+        module.add_arguments(subparsers[name])
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 0
+    try:
+        return int(module.run(args) or 0)
+    except (ValueError, FileNotFoundError, FileExistsError) as e:
+        # Bad input: one clear line, no traceback (set MINIBERT_DEBUG=1 to see it).
+        import os
+        if os.environ.get("MINIBERT_DEBUG"):
+            raise
+        print(f"minibert {args.command}: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"minibert {args.command}: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

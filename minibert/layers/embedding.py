@@ -1,0 +1,50 @@
+"""BERT's input embeddings: word + position + token type, then LayerNorm and dropout.
+
+Parameter names (with the model's prefix, e.g. "bert."):
+  embeddings.word_embeddings.weight (V, H), embeddings.position_embeddings.weight (P, H),
+  embeddings.token_type_embeddings.weight (2, H), embeddings.LayerNorm.{weight,bias} (H,)
+"""
+
+import numpy as np
+
+from minibert.layers.dropout import dropout_backward, dropout_forward
+from minibert.layers.layernorm import layernorm_backward, layernorm_forward
+
+
+def scatter_add_rows(dW, ids, drows):
+    """dW[ids[n]] += drows[n] for every n, duplicates summed.
+
+    np.add.at does this but is slow (it handles one element at a time); sorting the ids and summing each run of
+    equal ids with np.add.reduceat is several times faster.
+    """
+    ids = ids.reshape(-1)  # (N,)
+    drows = drows.reshape(len(ids), -1)  # (N, H)
+    order = np.argsort(ids, kind="stable")  # (N,)
+    sorted_ids = ids[order]
+    starts = np.flatnonzero(np.r_[True, sorted_ids[1:] != sorted_ids[:-1]])  # first index of each run
+    dW[sorted_ids[starts]] += np.add.reduceat(drows[order], starts, axis=0)
+
+
+def embedding_forward(params, prefix, input_ids, token_type_ids, eps, p_drop, rng, training):
+    # input_ids (B, T) int, token_type_ids (B, T) int
+    T = input_ids.shape[1]
+    word = params[prefix + "embeddings.word_embeddings.weight"][input_ids]  # (B, T, H)
+    word += params[prefix + "embeddings.position_embeddings.weight"][:T]  # (T, H) broadcast over B
+    word += params[prefix + "embeddings.token_type_embeddings.weight"][token_type_ids]  # (B, T, H)
+    x, ln_cache = layernorm_forward(word, params[prefix + "embeddings.LayerNorm.weight"],
+                                    params[prefix + "embeddings.LayerNorm.bias"], eps)  # (B, T, H)
+    x, drop_mask = dropout_forward(x, p_drop, rng, training)  # (B, T, H)
+    return x, (input_ids, token_type_ids, ln_cache, drop_mask)
+
+
+def embedding_backward(dout, cache, params, grads, prefix):
+    input_ids, token_type_ids, ln_cache, drop_mask = cache
+    dx = dropout_backward(dout, drop_mask)  # (B, T, H)
+    dx = layernorm_backward(dx, ln_cache, params[prefix + "embeddings.LayerNorm.weight"],
+                            grads[prefix + "embeddings.LayerNorm.weight"],
+                            grads[prefix + "embeddings.LayerNorm.bias"])  # (B, T, H)
+    T = dx.shape[1]
+    grads[prefix + "embeddings.position_embeddings.weight"][:T] += dx.sum(axis=0)  # (T, H)
+    scatter_add_rows(grads[prefix + "embeddings.token_type_embeddings.weight"], token_type_ids, dx)
+    scatter_add_rows(grads[prefix + "embeddings.word_embeddings.weight"], input_ids, dx)
+    # The input ids are integers: nothing to return.

@@ -1,0 +1,22 @@
+"""Linear layer: out = x @ w.T + b, with w stored as Hugging Face stores it, (out_features, in_features)."""
+
+import numpy as np
+
+
+def linear_forward(x, w, b):
+    # x (..., I)  w (O, I)  b (O,)
+    out = x @ w.T  # (..., O)
+    if b is not None:
+        out += b
+    return out, x  # the backward needs only the input
+
+
+def linear_backward(dout, cache, w, dw, db):
+    """Return dx; accumulate dw += dout^T x and db += sum(dout) over every leading axis."""
+    x = cache
+    x2 = x.reshape(-1, x.shape[-1])  # (N, I): matmul over all tokens at once
+    d2 = dout.reshape(-1, dout.shape[-1])  # (N, O)
+    dw += d2.T @ x2  # (O, I)
+    if db is not None:
+        db += d2.sum(axis=0)  # (O,)
+    return dout @ w  # (..., I)

@@ -1,0 +1,70 @@
+"""What every minibert model shares: parameters and gradients keyed by Hugging Face names, train/eval mode,
+a seeded dropout generator, and loading/saving Hugging Face checkpoint folders."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from minibert.config import BertConfig
+from minibert.models.init import init_param
+
+
+class Model:
+    # Subclasses set these: the names of the parameters that must be in a checkpoint, and the prefix of the
+    # BertModel inside ("bert." in task models, "" in a bare BertModel).
+    base_prefix = ""
+
+    def __init__(self, config: BertConfig, seed: int = 0, dtype=np.float32):
+        if not isinstance(config, BertConfig):
+            raise ValueError(f"config must be a minibert BertConfig, got {type(config).__name__}")
+        self.config = config
+        self.dtype = np.dtype(dtype)
+        if self.dtype not in (np.float32, np.float64):
+            raise ValueError(f"dtype must be float32 or float64, got {self.dtype}")
+        self.training = True
+        self.rng = np.random.default_rng([seed, 1])  # dropout masks; separate from the init stream
+        init_rng = np.random.default_rng(seed)
+        # Parameters in Hugging Face's order (the order of the state dict), initialised as BERT does.
+        self.params: dict[str, np.ndarray] = {
+            name: init_param(name, shape, init_rng, config, self.dtype) for name, shape in self.param_shapes().items()
+        }
+        self.grads: dict[str, np.ndarray] = {name: np.zeros_like(p) for name, p in self.params.items()}
+
+    # ---------------------------------------------------------------- to override
+    def param_shapes(self) -> dict[str, tuple[int, ...]]:
+        raise NotImplementedError
+
+    # ---------------------------------------------------------------- modes and gradients
+    def train(self, mode: bool = True):
+        self.training = mode
+        return self
+
+    def eval(self):
+        return self.train(False)
+
+    def zero_grad(self):
+        for g in self.grads.values():
+            g.fill(0.0)
+
+    def num_parameters(self) -> int:
+        return sum(p.size for p in self.params.values())
+
+    def astype(self, dtype):
+        """Cast parameters (and gradients) to float32 or float64, in place; returns self."""
+        self.dtype = np.dtype(dtype)
+        for name in self.params:
+            self.params[name] = np.ascontiguousarray(self.params[name], dtype=self.dtype)
+            self.grads[name] = np.zeros_like(self.params[name])
+        return self
+
+    # ---------------------------------------------------------------- checkpoints
+    @classmethod
+    def from_pretrained(cls, path, dtype=np.float32, **kwargs):
+        """Load a Hugging Face BERT checkpoint folder (config.json + model.safetensors)."""
+        from minibert.io.checkpoint import load_pretrained
+        return load_pretrained(cls, path, dtype=dtype, **kwargs)
+
+    def save_pretrained(self, path):
+        """Write config.json and model.safetensors that transformers loads into the matching class."""
+        from minibert.io.checkpoint import save_pretrained
+        save_pretrained(self, path)

@@ -1,0 +1,57 @@
+"""Input checks shared by the models: one clear ValueError before any work starts."""
+
+import numpy as np
+
+
+def check_inputs(config, input_ids, token_type_ids=None, attention_mask=None):
+    """Return (input_ids, token_type_ids, attention_mask) as int64 arrays of shape (B, T)."""
+    input_ids = np.asarray(input_ids)
+    if input_ids.ndim == 1:
+        input_ids = input_ids[None, :]
+    if input_ids.ndim != 2:
+        raise ValueError(f"input_ids must have shape (batch, tokens), got shape {input_ids.shape}")
+    if not np.issubdtype(input_ids.dtype, np.integer):
+        raise ValueError(f"input_ids must be integers, got dtype {input_ids.dtype}")
+    B, T = input_ids.shape
+    if T == 0:
+        raise ValueError("input_ids is empty: a sequence needs at least one token")
+    if T > config.max_position_embeddings:
+        raise ValueError(f"sequence length {T} is longer than max_position_embeddings "
+                         f"({config.max_position_embeddings})")
+    lo, hi = int(input_ids.min()), int(input_ids.max())
+    if lo < 0 or hi >= config.vocab_size:
+        bad = lo if lo < 0 else hi
+        raise ValueError(f"token id {bad} is out of range: vocab_size is {config.vocab_size} (ids 0.."
+                         f"{config.vocab_size - 1})")
+    token_type_ids = _check_same_shape("token_type_ids", token_type_ids, input_ids.shape)
+    if token_type_ids is None:
+        token_type_ids = np.zeros((B, T), dtype=np.int64)
+    elif token_type_ids.min() < 0 or token_type_ids.max() >= config.type_vocab_size:
+        raise ValueError(f"token_type_ids must be in 0..{config.type_vocab_size - 1}, got values "
+                         f"{int(token_type_ids.min())}..{int(token_type_ids.max())}")
+    attention_mask = _check_same_shape("attention_mask", attention_mask, input_ids.shape)
+    if attention_mask is not None and not np.isin(attention_mask, (0, 1)).all():
+        raise ValueError("attention_mask must hold only 0 (padding) and 1 (token)")
+    return input_ids.astype(np.int64, copy=False), token_type_ids.astype(np.int64, copy=False), attention_mask
+
+
+def _check_same_shape(name, array, shape):
+    if array is None:
+        return None
+    array = np.asarray(array)
+    if array.ndim == 1 and len(shape) == 2 and shape[0] == 1:
+        array = array[None, :]
+    if array.shape != shape:
+        raise ValueError(f"{name} has shape {array.shape} but input_ids has shape {shape}")
+    return array
+
+
+def check_labels(labels, shape, num_classes, name):
+    labels = np.asarray(labels)
+    if labels.shape != shape:
+        raise ValueError(f"{name} has shape {labels.shape}, expected {shape}")
+    valid = labels[labels != -100]
+    if valid.size and (valid.min() < 0 or valid.max() >= num_classes):
+        raise ValueError(f"{name} must be -100 (ignored) or in 0..{num_classes - 1}, got "
+                         f"{int(valid.min())}..{int(valid.max())}")
+    return labels.astype(np.int64, copy=False)

@@ -1,0 +1,24 @@
+"""Parameter initialisation as BERT does it: weights ~ truncated normal(0, initializer_range) cut at two standard
+deviations, biases 0, LayerNorm weight 1 and bias 0, and the [PAD] embedding row 0."""
+
+import numpy as np
+
+
+def truncated_normal(rng, shape, std, dtype):
+    x = rng.standard_normal(shape)
+    bad = np.abs(x) > 2.0
+    while bad.any():  # redraw the ~5% beyond two standard deviations
+        x[bad] = rng.standard_normal(int(bad.sum()))
+        bad = np.abs(x) > 2.0
+    return (x * std).astype(dtype)
+
+
+def init_param(name, shape, rng, config, dtype):
+    if name.endswith("LayerNorm.weight"):
+        return np.ones(shape, dtype=dtype)
+    if name.endswith("bias"):
+        return np.zeros(shape, dtype=dtype)
+    w = truncated_normal(rng, shape, config.initializer_range, dtype)
+    if name.endswith("word_embeddings.weight"):
+        w[config.pad_token_id] = 0.0
+    return w

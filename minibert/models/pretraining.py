@@ -1,0 +1,132 @@
+"""BertForPreTraining (masked LM + next-sentence prediction) and BertForMaskedLM.
+
+With labels, the MLM decoder runs only at the labelled positions ("sparse prediction", as google-research/bert
+and Cramming do): with a vocabulary of 8192 the decoder over every position costs more than the whole encoder,
+and the loss is the same because unlabelled positions contribute nothing to it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from minibert.layers.heads import mlm_head_backward, mlm_head_forward, nsp_head_backward, nsp_head_forward
+from minibert.layers.loss import cross_entropy_backward, cross_entropy_forward
+from minibert.models.base import Model
+from minibert.models.bert import BertEncoder, bert_param_shapes
+from minibert.models.checks import check_labels
+from minibert.models.outputs import ModelOutput
+
+
+def mlm_head_shapes(config):
+    H = config.hidden_size
+    # The decoder weight is the word-embedding matrix (tied), so only its bias is a parameter of its own.
+    return {
+        "cls.predictions.bias": (config.vocab_size,),
+        "cls.predictions.transform.dense.weight": (H, H),
+        "cls.predictions.transform.dense.bias": (H,),
+        "cls.predictions.transform.LayerNorm.weight": (H,),
+        "cls.predictions.transform.LayerNorm.bias": (H,),
+    }
+
+
+class _MaskedLMBase(Model):
+    base_prefix = "bert."
+    has_pooler = True
+
+    def __init__(self, config, seed=0, dtype=np.float32):
+        super().__init__(config, seed=seed, dtype=dtype)
+        self.bert = BertEncoder(self, "bert.", pooler=self.has_pooler)
+        self._cache = None
+
+    def _mlm_forward(self, sequence_output, labels):
+        """Logits (and loss, with labels). Returns (logits, loss, masked_positions, cache)."""
+        cfg = self.config
+        B, T, H = sequence_output.shape
+        if labels is None:
+            logits, _ = mlm_head_forward(sequence_output.reshape(B * T, H), self.params, "bert.", cfg)
+            return logits.reshape(B, T, cfg.vocab_size), None, None, None  # (B, T, V)
+        labels = check_labels(labels, (B, T), cfg.vocab_size, "labels").reshape(-1)  # (B*T,)
+        positions = np.flatnonzero(labels != -100)  # (M,) flat indices of the tokens to predict
+        h = sequence_output.reshape(B * T, H)[positions]  # (M, H)
+        logits, c_head = mlm_head_forward(h, self.params, "bert.", cfg)  # (M, V)
+        loss, c_ce = cross_entropy_forward(logits, labels[positions])
+        return logits, loss, positions, (positions, c_head, c_ce, (B, T, H))
+
+    def _mlm_backward(self, cache, loss_scale):
+        positions, c_head, c_ce, shape = cache
+        dlogits = cross_entropy_backward(c_ce, loss_scale)  # (M, V)
+        dh = mlm_head_backward(dlogits, c_head, self.params, self.grads, "bert.", self.config)  # (M, H)
+        dseq = np.zeros(shape, dtype=self.dtype)  # (B, T, H)
+        dseq.reshape(-1, shape[2])[positions] = dh  # positions are distinct, so plain assignment adds
+        return dseq
+
+    def zero_grad(self):
+        super().zero_grad()
+
+
+class BertForPreTraining(_MaskedLMBase):
+    """BERT's pre-training model: masked-LM logits and next-sentence logits; loss = MLM loss + NSP loss."""
+
+    def param_shapes(self):
+        shapes = bert_param_shapes(self.config, "bert.", pooler=True)
+        shapes.update(mlm_head_shapes(self.config))
+        shapes["cls.seq_relationship.weight"] = (2, self.config.hidden_size)
+        shapes["cls.seq_relationship.bias"] = (2,)
+        return shapes
+
+    def forward(self, input_ids, token_type_ids=None, attention_mask=None, labels=None, next_sentence_label=None,
+                output_attentions=False, output_hidden_states=False):
+        out = self.bert.forward(input_ids, token_type_ids, attention_mask, output_attentions, output_hidden_states)
+        logits, mlm_loss, positions, c_mlm = self._mlm_forward(out.last_hidden_state, labels)
+        nsp_logits, c_nsp = nsp_head_forward(out.pooler_output, self.params)  # (B, 2)
+        nsp_loss = c_nsp_ce = None
+        if next_sentence_label is not None:
+            nsl = check_labels(next_sentence_label, (nsp_logits.shape[0],), 2, "next_sentence_label")
+            nsp_loss, c_nsp_ce = cross_entropy_forward(nsp_logits, nsl)
+        parts = [x for x in (mlm_loss, nsp_loss) if x is not None]
+        loss = sum(parts) if parts else None
+        self._cache = (c_mlm, c_nsp, c_nsp_ce)
+        return ModelOutput(loss=loss, mlm_loss=mlm_loss, nsp_loss=nsp_loss, prediction_logits=logits,
+                           seq_relationship_logits=nsp_logits, masked_positions=positions,
+                           attentions=out.attentions, hidden_states=out.hidden_states)
+
+    __call__ = forward
+
+    def backward(self, loss_scale=1.0):
+        """Accumulate d(loss_scale * loss)/d(param) into `grads` (loss_scale = 1/k for k accumulation steps)."""
+        if self._cache is None or (self._cache[0] is None and self._cache[2] is None):
+            raise ValueError("backward() needs a forward() with labels and/or next_sentence_label first")
+        c_mlm, c_nsp, c_nsp_ce = self._cache
+        dseq = self._mlm_backward(c_mlm, loss_scale) if c_mlm is not None else None
+        dpooled = None
+        if c_nsp_ce is not None:
+            dpooled = nsp_head_backward(cross_entropy_backward(c_nsp_ce, loss_scale), c_nsp, self.params, self.grads)
+        self.bert.backward(dseq, dpooled)
+        self._cache = None
+
+
+class BertForMaskedLM(_MaskedLMBase):
+    """Masked-LM only (no pooler, no NSP head), as Hugging Face's BertForMaskedLM."""
+
+    has_pooler = False
+
+    def param_shapes(self):
+        shapes = bert_param_shapes(self.config, "bert.", pooler=False)
+        shapes.update(mlm_head_shapes(self.config))
+        return shapes
+
+    def forward(self, input_ids, token_type_ids=None, attention_mask=None, labels=None, output_attentions=False,
+                output_hidden_states=False):
+        out = self.bert.forward(input_ids, token_type_ids, attention_mask, output_attentions, output_hidden_states)
+        logits, loss, positions, c_mlm = self._mlm_forward(out.last_hidden_state, labels)
+        self._cache = c_mlm
+        return ModelOutput(loss=loss, logits=logits, prediction_logits=logits, masked_positions=positions,
+                           attentions=out.attentions, hidden_states=out.hidden_states)
+
+    __call__ = forward
+
+    def backward(self, loss_scale=1.0):
+        if self._cache is None:
+            raise ValueError("backward() needs a forward() with labels first")
+        self.bert.backward(self._mlm_backward(self._cache, loss_scale), None)
+        self._cache = None

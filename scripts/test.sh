@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Set up and run the whole test suite (what CI runs).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/install.sh dev
+# Headless Chromium drives the interactive attention page in tests/viz (Debian packages).
+if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
+    if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null; then
+        (apt-get update -qq && apt-get install -y -qq chromium chromium-driver >/dev/null) \
+            || echo "warning: could not install chromium; the browser tests will be skipped"
+    fi
+fi
+# Two test processes on two cores, one BLAS thread each (two threads per process would oversubscribe).
+export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
+python3 -m pytest -n 2 -q -p no:cacheprovider "$@"

@@ -1,0 +1,14 @@
+"""Shared test set-up: one BLAS thread per test process (tests run in parallel processes; two BLAS threads
+per process on two cores make every step ten times slower), and the helpers in tests/helpers/ importable."""
+
+import os
+import sys
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("MKL_NUM_THREADS", "1")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")  # nothing may download at test time
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("MPLBACKEND", "Agg")
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "helpers"))

@@ -1,0 +1,45 @@
+"""Finite-difference gradient checking in float64.
+
+For a scalar function f of some arrays, compare the analytic gradient with the central difference
+(f(x + h e_i) - f(x - h e_i)) / 2h, entry by entry, and report a norm-wise relative error
+||analytic - numeric|| / max(||analytic||, ||numeric||).
+"""
+
+import numpy as np
+
+
+def numeric_grad(f, x, indices=None, h=1e-6):
+    """d f / d x by central differences at the given flat indices (all of them when None)."""
+    flat = x.reshape(-1)
+    indices = range(flat.size) if indices is None else indices
+    out = {}
+    for i in indices:
+        old = flat[i]
+        flat[i] = old + h
+        fp = f()
+        flat[i] = old - h
+        fm = f()
+        flat[i] = old
+        out[i] = (fp - fm) / (2 * h)
+    return out
+
+
+def rel_error(analytic, numeric):
+    analytic, numeric = np.asarray(analytic, dtype=np.float64), np.asarray(numeric, dtype=np.float64)
+    # A floor on the scale: some gradients are exactly zero in theory (the key bias: softmax ignores a
+    # shift shared by all keys), and then only finite-difference noise (~1e-10) is left to compare.
+    scale = max(np.linalg.norm(analytic), np.linalg.norm(numeric), 1e-3)
+    return float(np.linalg.norm(analytic - numeric) / scale)
+
+
+def check_grad(f, x, analytic, rng=None, max_entries=None, h=1e-5):
+    """Relative error between `analytic` (same shape as x) and the numeric gradient of f w.r.t. x, over all
+    entries, or over `max_entries` random ones."""
+    n = x.size
+    if max_entries is None or max_entries >= n:
+        idx = list(range(n))
+    else:
+        idx = list((rng or np.random.default_rng(0)).choice(n, size=max_entries, replace=False))
+    num = numeric_grad(f, x, idx, h)
+    a = analytic.reshape(-1)[idx]
+    return rel_error(a, [num[i] for i in idx])

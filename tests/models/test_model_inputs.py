@@ -1,0 +1,59 @@
+"""Bad input gets one clear ValueError naming the value and the limit."""
+
+import numpy as np
+import pytest
+
+from minibert import BertConfig, BertForPreTraining, BertModel
+
+
+@pytest.fixture(scope="module")
+def model():
+    return BertForPreTraining(BertConfig.preset("tiny", vocab_size=50, max_position_embeddings=8))
+
+
+def test_token_id_out_of_range(model):
+    with pytest.raises(ValueError, match=r"token id 50 is out of range: vocab_size is 50"):
+        model.forward(np.array([[1, 2, 50]]))
+    with pytest.raises(ValueError, match=r"token id -1"):
+        model.forward(np.array([[1, -1, 3]]))
+
+
+def test_sequence_too_long(model):
+    with pytest.raises(ValueError, match=r"sequence length 9 is longer than max_position_embeddings \(8\)"):
+        model.forward(np.ones((1, 9), dtype=np.int64))
+
+
+def test_mismatched_shapes(model):
+    ids = np.ones((2, 5), dtype=np.int64)
+    with pytest.raises(ValueError, match=r"attention_mask has shape \(2, 4\) but input_ids has shape \(2, 5\)"):
+        model.forward(ids, attention_mask=np.ones((2, 4)))
+    with pytest.raises(ValueError, match=r"token_type_ids has shape"):
+        model.forward(ids, token_type_ids=np.zeros((3, 5), dtype=np.int64))
+    with pytest.raises(ValueError, match=r"labels has shape \(2, 3\), expected \(2, 5\)"):
+        model.forward(ids, labels=np.zeros((2, 3), dtype=np.int64))
+    with pytest.raises(ValueError, match=r"token_type_ids must be in 0..1"):
+        model.forward(ids, token_type_ids=np.full((2, 5), 2))
+    with pytest.raises(ValueError, match=r"input_ids must be integers"):
+        model.forward(np.ones((2, 5)))
+
+
+def test_label_out_of_range(model):
+    with pytest.raises(ValueError, match=r"labels must be -100 \(ignored\) or in 0..49"):
+        model.forward(np.ones((1, 4), dtype=np.int64), labels=np.array([[-100, 60, -100, -100]]))
+
+
+def test_backward_before_forward():
+    m = BertModel(BertConfig.preset("tiny", vocab_size=50))
+    with pytest.raises(ValueError, match="backward"):
+        m.backward(np.zeros((1, 2, 128)))
+
+
+def test_config_errors():
+    with pytest.raises(ValueError, match=r"hidden_size \(100\) must be divisible by num_attention_heads \(3\)"):
+        BertConfig(hidden_size=100, num_attention_heads=3)
+    with pytest.raises(ValueError, match=r"hidden_act 'swish' is not supported"):
+        BertConfig(hidden_act="swish")
+    with pytest.raises(ValueError, match=r"unknown config preset 'huge'"):
+        BertConfig.preset("huge")
+    with pytest.raises(ValueError, match=r"vocab_size must be a positive integer"):
+        BertConfig(vocab_size=0)

@@ -1,0 +1,45 @@
+import json
+
+import pytest
+
+from minibert import BertConfig, BertForPreTraining
+
+
+@pytest.mark.parametrize("name,layers,hidden,heads,ffn", [
+    ("tiny", 2, 128, 2, 512), ("mini", 3, 192, 4, 768), ("small", 4, 512, 8, 2048),
+    ("base", 12, 768, 12, 3072), ("large", 24, 1024, 16, 4096)])
+def test_presets(name, layers, hidden, heads, ffn):
+    c = BertConfig.preset(name)
+    assert (c.num_hidden_layers, c.hidden_size, c.num_attention_heads, c.intermediate_size) == (layers, hidden,
+                                                                                                heads, ffn)
+
+
+def test_mini_parameter_count():
+    # 3 layers, hidden 192, FFN 768, vocab 8192, 64 positions, decoder tied: 2,966,144 without the pooler and
+    # the NSP head (37,056 + 386 more with them).
+    m = BertForPreTraining(BertConfig.preset("mini"))
+    assert m.num_parameters() == 2_966_144 + 192 * 192 + 192 + 2 * 192 + 2
+
+
+def test_config_json_round_trip_keeps_unknown_keys(tmp_path):
+    d = {"model_type": "bert", "vocab_size": 100, "hidden_size": 64, "num_hidden_layers": 2,
+         "num_attention_heads": 4, "intermediate_size": 128, "architectures": ["BertModel"],
+         "id2label": {"0": "neg", "1": "pos"}, "hidden_act": "gelu_new"}
+    (tmp_path / "config.json").write_text(json.dumps(d))
+    c = BertConfig.from_json_file(tmp_path)
+    assert c.hidden_act == "gelu_new" and c.vocab_size == 100
+    out = tmp_path / "out"
+    out.mkdir()
+    c.to_json_file(out)
+    back = json.loads((out / "config.json").read_text())
+    assert back["id2label"] == {"0": "neg", "1": "pos"} and back["architectures"] == ["BertModel"]
+    assert BertConfig.from_json_file(out) == c
+
+
+def test_config_json_errors(tmp_path):
+    (tmp_path / "config.json").write_text('{"model_type": "gpt2"}')
+    with pytest.raises(ValueError, match=r"config.json: model_type is 'gpt2', expected 'bert'"):
+        BertConfig.from_json_file(tmp_path)
+    (tmp_path / "config.json").write_text('{"model_type": "bert", "hidden_act": "mish"}')
+    with pytest.raises(ValueError, match=r"config.json: BertConfig.hidden_act 'mish'"):
+        BertConfig.from_json_file(tmp_path)
