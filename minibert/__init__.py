@@ -6,6 +6,10 @@ parameter names (minibert/models/), and tests prove the numbers equal transforme
 
 __version__ = "0.1.0"
 
+from minibert._malloc import keep_freed_memory
+
+keep_freed_memory()  # no page faults from re-allocated temporaries: see minibert/_malloc.py
+
 from minibert.config import BertConfig
 from minibert.models import BertForMaskedLM, BertForPreTraining, BertModel
 from minibert.optim import AdamW, clip_grad_norm, linear_warmup_decay

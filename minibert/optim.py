@@ -42,13 +42,14 @@ class AdamW:
         for name, p in self.params.items():
             g, m, v, tmp = self.grads[name], self.m[name], self.v[name], self._tmp[name]
             if self.decay[name] and self.weight_decay:
-                p *= 1.0 - lr * self.weight_decay
-            m *= b1
-            m += (1.0 - b1) * g  # small temporary only for the scaled gradient
-            v *= b2
+                p *= 1.0 - lr * self.weight_decay  # decoupled weight decay
+            np.subtract(g, m, out=tmp)
+            tmp *= 1.0 - b1
+            m += tmp  # m = b1 m + (1 - b1) g, written as m + (1 - b1)(g - m): no temporary
             np.multiply(g, g, out=tmp)
+            tmp -= v
             tmp *= 1.0 - b2
-            v += tmp
+            v += tmp  # v = b2 v + (1 - b2) g^2
             np.sqrt(v, out=tmp)
             tmp *= inv_sqrt_bc2
             tmp += self.eps

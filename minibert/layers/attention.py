@@ -39,14 +39,19 @@ def self_attention_forward(x, params, prefix, additive_mask, num_heads, p_drop, 
     A, D = num_heads, H // num_heads
     # One matmul for q, k and v together (3x fewer BLAS calls); the (3H, H) weight is rebuilt from Hugging
     # Face's three separate matrices, which costs one small copy.
+    # The 1/sqrt(D) score scale is folded into the query projection (a (H, H) multiply instead of one over
+    # every query).
+    scale = 1.0 / math.sqrt(D)
     w_qkv = np.concatenate([params[prefix + n + ".weight"] for n in ("query", "key", "value")])  # (3H, H)
     b_qkv = np.concatenate([params[prefix + n + ".bias"] for n in ("query", "key", "value")])  # (3H,)
+    w_qkv[:H] *= scale
+    b_qkv[:H] *= scale
     qkv = x.reshape(B * T, H) @ w_qkv.T  # (B*T, 3H)
     qkv += b_qkv
-    qkv = qkv.reshape(B, T, 3, A, D).transpose(2, 0, 3, 1, 4)  # (3, B, A, T, D)
-    q, k, v = qkv[0], qkv[1], qkv[2]  # each (B, A, T, D)
-    scale = 1.0 / math.sqrt(D)
-    scores = (q * scale) @ k.transpose(0, 1, 3, 2)  # (B, A, T, T)
+    # One copy into head-major layout, so each head's (T, D) block is contiguous for the batched matmuls.
+    qkv = np.ascontiguousarray(qkv.reshape(B, T, 3, A, D).transpose(2, 0, 3, 1, 4))  # (3, B, A, T, D)
+    q, k, v = qkv[0], qkv[1], qkv[2]  # each (B, A, T, D); q already scaled
+    scores = q @ k.transpose(0, 1, 3, 2)  # (B, A, T, T)
     if additive_mask is not None:
         scores += additive_mask  # (B, 1, 1, T) broadcast: padded keys get ~zero probability
     probs = softmax_forward(scores)  # (B, A, T, T)
@@ -67,14 +72,14 @@ def self_attention_backward(dcontext, cache, grads, prefix):
     np.matmul(probs_dropped.transpose(0, 1, 3, 2), dcontext, out=dqkv[2])  # dv (B, A, T, D)
     dprobs = dropout_backward(dprobs, drop_mask)  # (B, A, T, T)
     dscores = softmax_backward(dprobs, probs)  # (B, A, T, T); the additive mask has no gradient
-    np.matmul(dscores, k, out=dqkv[0])  # dq (B, A, T, D), scaled below
-    dqkv[0] *= scale
-    np.matmul(dscores.transpose(0, 1, 3, 2), q, out=dqkv[1])  # dk (B, A, T, D); q was not pre-scaled
-    dqkv[1] *= scale
+    np.matmul(dscores, k, out=dqkv[0])  # d(scaled q) (B, A, T, D)
+    np.matmul(dscores.transpose(0, 1, 3, 2), q, out=dqkv[1])  # dk (B, A, T, D); q carries the scale
     dqkv = dqkv.transpose(1, 3, 0, 2, 4).reshape(B * T, 3 * H)  # (B*T, 3H), the layout of the qkv matmul
-    dw_qkv = dqkv.T @ x.reshape(B * T, H)  # (3H, H)
+    dw_qkv = dqkv.T @ x.reshape(B * T, H)  # (3H, H) w.r.t. the scaled weights
     db_qkv = dqkv.sum(axis=0)  # (3H,)
+    dw_qkv[:H] *= scale  # chain rule through the folded scale: d/dWq = scale * d/d(scale Wq)
+    db_qkv[:H] *= scale
     for i, n in enumerate(("query", "key", "value")):
         grads[prefix + n + ".weight"] += dw_qkv[i * H:(i + 1) * H]
         grads[prefix + n + ".bias"] += db_qkv[i * H:(i + 1) * H]
-    return (dqkv @ w_qkv).reshape(B, T, H)  # dx (B, T, H)
+    return (dqkv @ w_qkv).reshape(B, T, H)  # dx (B, T, H); w_qkv holds the scaled query weights, as used

@@ -1,6 +1,10 @@
 """Inverted dropout: zero each element with probability p and scale the survivors by 1/(1-p), so that
 nothing needs rescaling at evaluation time. The mask comes from a seeded np.random.Generator, so a run is
-reproducible (and resumable) to the last bit."""
+reproducible (and resumable) to the last bit.
+
+The random numbers are 16-bit integers (p is rounded to a multiple of 1/65536, i.e. 0.1 becomes 0.100006):
+drawing them is twice as fast as drawing floats, and the mask is kept as booleans (1 byte per element).
+"""
 
 import numpy as np
 
@@ -8,14 +12,18 @@ import numpy as np
 def dropout_forward(x, p, rng, training):
     if not training or p == 0.0:
         return x, None
-    # A float mask holding 0 or 1/(1-p): one multiply in the forward and one in the backward.
-    keep = rng.random(x.shape, dtype=np.float32) >= p  # (same shape as x)
-    mask = keep.astype(x.dtype)
-    mask *= 1.0 / (1.0 - p)
-    return x * mask, mask
+    threshold = int(round(p * 65536))
+    scale = x.dtype.type(65536.0 / (65536 - threshold))  # 1 / (1 - p) for the p actually used
+    keep = rng.integers(0, 65536, size=x.shape, dtype=np.uint16) >= threshold  # (same shape as x) bool
+    out = x * keep
+    out *= scale
+    return out, (keep, scale)
 
 
-def dropout_backward(dout, mask):
-    if mask is None:
+def dropout_backward(dout, cache):
+    if cache is None:
         return dout
-    return dout * mask
+    keep, scale = cache
+    d = dout * keep
+    d *= scale
+    return d

@@ -5,7 +5,8 @@ import numpy as np
 
 def linear_forward(x, w, b):
     # x (..., I)  w (O, I)  b (O,)
-    out = x @ w.T  # (..., O)
+    # One 2-D matmul over all tokens: NumPy runs a 3-D @ 2-D product as a loop of small products, ~20x slower.
+    out = (x.reshape(-1, x.shape[-1]) @ w.T).reshape(*x.shape[:-1], w.shape[0])  # (..., O)
     if b is not None:
         out += b
     return out, x  # the backward needs only the input
@@ -19,4 +20,4 @@ def linear_backward(dout, cache, w, dw, db):
     dw += d2.T @ x2  # (O, I)
     if db is not None:
         db += d2.sum(axis=0)  # (O,)
-    return dout @ w  # (..., I)
+    return (d2 @ w).reshape(*dout.shape[:-1], w.shape[1])  # (..., I)
