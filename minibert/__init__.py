@@ -13,6 +13,7 @@ keep_freed_memory()  # no page faults from re-allocated temporaries: see miniber
 from minibert.config import BertConfig
 from minibert.models import BertForMaskedLM, BertForPreTraining, BertModel
 from minibert.optim import AdamW, clip_grad_norm, linear_warmup_decay
+from minibert.tokenizer import WordPieceTokenizer, train_wordpiece
 
 __all__ = ["BertConfig", "BertModel", "BertForPreTraining", "BertForMaskedLM", "AdamW", "clip_grad_norm",
-           "linear_warmup_decay"]
+           "linear_warmup_decay", "WordPieceTokenizer", "train_wordpiece"]

@@ -57,8 +57,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     try:
         return int(module.run(args) or 0)
-    except (ValueError, FileNotFoundError, FileExistsError) as e:
-        # Bad input: one clear line, no traceback (set MINIBERT_DEBUG=1 to see it).
+    except (ValueError, FileNotFoundError, FileExistsError, NotADirectoryError, ImportError) as e:
+        # Bad input or a missing optional package: one clear line, no traceback (MINIBERT_DEBUG=1 shows it).
         import os
         if os.environ.get("MINIBERT_DEBUG"):
             raise

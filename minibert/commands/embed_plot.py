@@ -1,0 +1,75 @@
+"""`minibert embed-plot`: token embeddings of chosen words projected to 2-D with PCA, as a labelled PNG."""
+
+from __future__ import annotations
+
+import sys
+import warnings
+from pathlib import Path
+
+DEFAULT_WORDS = ["king", "queen", "man", "woman", "prince", "princess", "boy", "girl", "paris", "london",
+                 "france", "england", "one", "two", "three", "red", "green", "blue"]
+
+
+def add_arguments(parser):
+    parser.description = (
+        "Plot the input (word-piece) embeddings of some words in 2-D. Each word's vector is its row of the "
+        "word-embedding matrix (the mean of its pieces' rows when WordPiece splits it); PCA (an SVD in NumPy) "
+        "keeps the two directions along which the vectors differ most. Also prints each word's nearest "
+        "neighbour by cosine similarity. Needs matplotlib (pip install 'minibert[plot]').")
+    parser.add_argument("--model", required=True, metavar="DIR", help="a model folder (config.json, "
+                        "model.safetensors, vocab.txt), a pre-training run folder, or 'minilm' (built in)")
+    parser.add_argument("--tokenizer", default=None, metavar="DIR", help="tokenizer folder (default: --model)")
+    parser.add_argument("--words", nargs="+", default=None,
+                        help=f"the words to plot (default: {' '.join(DEFAULT_WORDS)})")
+    parser.add_argument("--words-file", default=None, help="a text file with one word per line (or spaces)")
+    parser.add_argument("--out", default="embeddings.png", help="PNG to write (default embeddings.png)")
+
+
+def run(args) -> int:
+    words = list(args.words or [])
+    if args.words_file:
+        path = Path(args.words_file)
+        if not path.is_file():
+            raise FileNotFoundError(f"--words-file {path}: no such file")
+        words += path.read_text(encoding="utf-8").split()
+    if not words:
+        words = DEFAULT_WORDS
+    out = Path(args.out)
+    if out.suffix.lower() != ".png":
+        raise ValueError(f"--out {out}: expected a .png file name")
+    from minibert.viz.model_select import resolve_model_folder
+    model_dir = resolve_model_folder(args.model)
+
+    from minibert.io.checkpoint import CheckpointWarning
+    from minibert.models import BertModel
+    from minibert.tokenizer import WordPieceTokenizer
+    from minibert.viz.embed_plot import cosine_neighbours, pca_2d, plot_embeddings, word_vectors
+    from minibert.viz.model_select import model_label
+    tokenizer = WordPieceTokenizer.from_pretrained(args.tokenizer or model_dir)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*not used by.*", category=CheckpointWarning)
+        model = BertModel.from_pretrained(model_dir, add_pooling_layer=False)
+    embeddings = model.params["embeddings.word_embeddings.weight"]  # (V, H)
+    if tokenizer.vocab_size != embeddings.shape[0]:
+        raise ValueError(f"the tokenizer has {tokenizer.vocab_size} tokens but the model's word embeddings have "
+                         f"{embeddings.shape[0]} rows: they do not belong together")
+    wv = word_vectors(embeddings, tokenizer, words)
+    if wv.unknown:
+        print(f"left out (unknown to the vocabulary, only [UNK]): {', '.join(wv.unknown)}", file=sys.stderr)
+    if len(wv.words) < 3:
+        raise ValueError(f"need at least 3 words the vocabulary knows to draw a 2-D picture, got "
+                         f"{len(wv.words)}: {', '.join(wv.words) or '(none)'}")
+    coords, explained = pca_2d(wv.vectors)
+    try:
+        plot_embeddings(coords, wv.words, explained, out,
+                        title=f"word embeddings of {model_label(model_dir)}, PCA to 2-D")
+    except ImportError as e:
+        print(f"minibert embed-plot: error: {e}", file=sys.stderr)
+        return 2
+    width = max(len(w) for w in wv.words)
+    print(f"{'word':<{width}}  {'pieces':<24}  nearest (cosine)")
+    for word, pieces, (j, sim) in zip(wv.words, wv.pieces, cosine_neighbours(wv.vectors)):
+        print(f"{word:<{width}}  {' '.join(pieces):<24}  {wv.words[j]} {sim:.3f}")
+    print(f"PCA: the two axes explain {explained[0]:.1%} and {explained[1]:.1%} of the variance")
+    print(f"wrote {out}")
+    return 0

@@ -1,0 +1,56 @@
+"""`minibert tokenize`: show how a tokenizer cuts a text into WordPiece pieces, and their ids."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+
+
+def add_arguments(parser):
+    parser.description = (
+        "Print the pieces and ids a tokenizer gives a text: [CLS] text [SEP] (or [CLS] text [SEP] pair [SEP]). "
+        "'##' marks a piece that continues the word before it.")
+    parser.add_argument("--tokenizer", required=True, metavar="DIR",
+                        help="a folder with vocab.txt (+ tokenizer_config.json), e.g. a BERT checkpoint")
+    parser.add_argument("text", help="the text to tokenize ('-' reads it from standard input)")
+    parser.add_argument("--pair", default=None, metavar="TEXT", help="a second text (segment B)")
+    parser.add_argument("--max-length", type=int, default=None,
+                        help="truncate to this many tokens (longest text first)")
+    parser.add_argument("--no-special-tokens", action="store_true", help="do not add [CLS] and [SEP]")
+    parser.add_argument("--json", action="store_true",
+                        help="print JSON: tokens, input_ids, token_type_ids, attention_mask, word_ids")
+
+
+def run(args) -> int:
+    from minibert.tokenizer import WordPieceTokenizer
+
+    text = sys.stdin.read() if args.text == "-" else args.text
+    tok = WordPieceTokenizer.from_pretrained(args.tokenizer)
+    enc = tok.encode(text, args.pair, max_length=args.max_length, truncation=args.max_length is not None,
+                     add_special_tokens=not args.no_special_tokens)
+    if args.json:
+        print(json.dumps({"tokens": enc.tokens, "input_ids": enc.input_ids, "token_type_ids": enc.token_type_ids,
+                          "attention_mask": enc.attention_mask, "word_ids": enc.word_ids}, ensure_ascii=False))
+        return 0
+    # Aligned rows, each column as wide as its widest cell so a piece sits above its id; long texts are
+    # wrapped into blocks that fit the terminal.
+    rows = [["piece", *enc.tokens], ["id", *map(str, enc.input_ids)]]
+    if args.pair is not None:
+        rows.append(["type", *map(str, enc.token_type_ids)])
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    room = max(40, shutil.get_terminal_size((100, 24)).columns)
+    start = 1
+    while start < len(widths):
+        end, used = start, widths[0]
+        while end < len(widths) and (end == start or used + 2 + widths[end] <= room):
+            used += 2 + widths[end]
+            end += 1
+        for row in rows:
+            cells = [row[0]] + row[start:end]
+            print("  ".join(c.ljust(w) for c, w in zip(cells, [widths[0]] + widths[start:end])).rstrip())
+        start = end
+        if start < len(widths):
+            print()
+    print(f"{len(enc)} tokens")
+    return 0

@@ -1,0 +1,1 @@
+"""File input/output helpers shared by the whole package."""

@@ -1,0 +1,170 @@
+"""train_wordpiece: the incremental heap algorithm against a plain recount, streaming from files, bad input,
+and vocabularies that Hugging Face loads and uses exactly as minibert does."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+import pytest
+
+from minibert.tokenizer import WordPieceTokenizer, train_wordpiece
+from minibert.tokenizer import vocab_io
+from minibert.tokenizer.basic import BasicTokenizer
+from minibert.tokenizer.trainer import count_words, learn_merges
+
+SMALL = ["the cat sat on the mat", "the cats sat on the mats", "a hat, a bat and a rat!",
+         "hugging hugs huge hugs", "the rat and the cat", "Unhappy unhug hugs"] * 3
+
+
+def naive_merges(counts: Counter, n_symbols: int, min_frequency: int) -> list[str]:
+    """The definition, without any cleverness: recount every pair after every merge."""
+    words = [(w, f) for w, f in counts.items() if len(w) <= 100]
+    symbols = sorted({s for w, _ in words for s in [w[0]] + ["##" + c for c in w[1:]]},
+                     key=lambda s: (s.startswith("##"), s))
+    order = {s: i for i, s in enumerate(symbols)}
+    seqs = [[w[0]] + ["##" + c for c in w[1:]] for w, _ in words]
+    freqs = [f for _, f in words]
+    while len(symbols) < n_symbols:
+        sym_count, pair_count = Counter(), Counter()
+        for seq, f in zip(seqs, freqs):
+            for s in seq:
+                sym_count[s] += f
+            for pair in zip(seq, seq[1:]):
+                pair_count[pair] += f
+        best = [(c / (sym_count[x] * sym_count[y]), -order[x], -order[y], x, y)
+                for (x, y), c in pair_count.items() if c >= min_frequency]
+        if not best:
+            break
+        *_, x, y = max(best)
+        merged = x + y[2:]
+        if merged not in order:
+            order[merged] = len(symbols)
+            symbols.append(merged)
+        for i, seq in enumerate(seqs):
+            out, j = [], 0
+            while j < len(seq):
+                if j + 1 < len(seq) and seq[j] == x and seq[j + 1] == y:
+                    out.append(merged)
+                    j += 2
+                else:
+                    out.append(seq[j])
+                    j += 1
+            seqs[i] = out
+    return symbols
+
+
+@pytest.mark.parametrize("min_frequency", [1, 2, 3])
+def test_heap_algorithm_equals_plain_recount(min_frequency):
+    counts = count_words(SMALL, BasicTokenizer(), progress=False)
+    for n_symbols in (30, 60, 200):
+        assert learn_merges(counts, n_symbols, min_frequency) == naive_merges(counts, n_symbols, min_frequency)
+
+
+def test_heap_algorithm_equals_plain_recount_on_wikipedia(summaries):
+    counts = count_words(summaries[:60], BasicTokenizer(), progress=False)
+    alphabet = len(learn_merges(counts, 10**9, min_frequency=10**9))  # no merge possible: the alphabet alone
+    assert learn_merges(counts, alphabet + 80, 2) == naive_merges(counts, alphabet + 80, 2)
+
+
+def test_small_vocabulary():
+    tok = train_wordpiece(SMALL, vocab_size=60, progress=False)
+    assert tok.ids_to_tokens[:5] == ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    assert tok.vocab_size == 60
+    assert "##s" in tok.vocab and "t" in tok.vocab and "##t" in tok.vocab
+    assert train_wordpiece(SMALL, vocab_size=60, progress=False).ids_to_tokens == tok.ids_to_tokens  # deterministic
+    # Every word of the training text can be spelled: no [UNK].
+    assert tok.unk_token_id not in tok.encode(" ".join(SMALL)).input_ids
+    assert tok.decode(tok.encode("the cats sat on the mat!").input_ids) == "the cats sat on the mat!"
+
+
+def test_min_frequency_and_limit_alphabet():
+    big = train_wordpiece(SMALL, vocab_size=1000, min_frequency=100, progress=False)
+    assert big.vocab_size < 1000  # no pair is that frequent: the alphabet only
+    limited = train_wordpiece(SMALL + ["ζ"], vocab_size=40, limit_alphabet=5, min_frequency=1, progress=False)
+    singles = [t for t in limited.ids_to_tokens[5:] if len(t.removeprefix("##")) == 1]
+    assert len({t.removeprefix("##") for t in singles}) <= 5
+    assert limited.tokenize("ζ") == ["[UNK]"]
+
+
+def test_streaming_from_files_equals_in_memory(tmp_path, monkeypatch, summaries):
+    texts = summaries[:300]
+    corpus = tmp_path / "corpus"
+    (corpus / "sub").mkdir(parents=True)
+    (corpus / "a.txt").write_text("\n".join(texts[:100]), encoding="utf-8")
+    (corpus / "sub" / "b.txt").write_text("\n".join(texts[100:]) + "\n", encoding="utf-8")
+    (corpus / ".hidden").write_bytes(b"\xff\xfe not read")
+    expected = count_words(texts, BasicTokenizer(), progress=False)
+    assert count_words([corpus], BasicTokenizer(), progress=False) == expected
+    monkeypatch.setattr(vocab_io, "CHUNK_BYTES", 7)  # cut in the middle of everything
+    assert count_words([corpus / "a.txt", corpus / "sub" / "b.txt"], BasicTokenizer(), progress=False) == expected
+    a = train_wordpiece([corpus], vocab_size=500, progress=False)
+    b = train_wordpiece(iter(texts), vocab_size=500, progress=True)  # a generator is read once, as a stream
+    assert a.ids_to_tokens == b.ids_to_tokens
+
+
+@pytest.mark.parametrize("chunk", [None, 5])
+def test_non_utf8_file_names_file_and_offset(tmp_path, monkeypatch, chunk):
+    if chunk:
+        monkeypatch.setattr(vocab_io, "CHUNK_BYTES", chunk)
+    path = tmp_path / "bad.txt"
+    path.write_bytes(b"hello world\n" * 3 + b"bad \xc3\x28 x\n")
+    with pytest.raises(ValueError, match=r"bad\.txt: not UTF-8 text: byte 0xc3 at byte offset 40"):
+        train_wordpiece([path], vocab_size=100, progress=False)
+
+
+def test_bad_input(tmp_path):
+    empty = tmp_path / "empty.txt"
+    empty.write_text("")
+    for corpus in ([], [empty], ["  \n\t "]):
+        with pytest.raises(ValueError, match="corpus is empty"):
+            train_wordpiece(corpus, vocab_size=100, progress=False)
+    with pytest.raises(FileNotFoundError, match="nope.txt"):
+        train_wordpiece([tmp_path / "nope.txt"], progress=False)
+    with pytest.raises(ValueError, match="not one string"):
+        train_wordpiece("the cat sat", progress=False)
+    with pytest.raises(ValueError, match="fewer than the .* characters"):
+        train_wordpiece(SMALL, vocab_size=10, progress=False)
+    with pytest.raises(ValueError, match=r"must contain \[UNK\]"):
+        train_wordpiece(SMALL, special_tokens=["[PAD]"], progress=False)
+    with pytest.raises(ValueError, match="expected texts"):
+        train_wordpiece([b"bytes"], progress=False)
+    (tmp_path / "nothing").mkdir()
+    with pytest.raises(ValueError, match="contains no files"):
+        train_wordpiece([tmp_path / "nothing"], progress=False)
+
+
+@pytest.mark.parametrize("cased", [False, True], ids=["uncased", "cased"])
+def test_trained_vocabulary_loads_in_hugging_face(tmp_path, summaries, hard_cases, cased):
+    transformers = pytest.importorskip("transformers")
+    tok = train_wordpiece(summaries[:800], vocab_size=2000, do_lower_case=not cased, progress=False)
+    tok.save_pretrained(tmp_path)
+    config = json.loads((tmp_path / "tokenizer_config.json").read_text())
+    assert config["do_lower_case"] is (not cased)
+    hf = transformers.BertTokenizerFast.from_pretrained(str(tmp_path))
+    mine = WordPieceTokenizer.from_pretrained(tmp_path)
+    assert hf.get_vocab() == mine.vocab and len(hf) == 2000
+    texts = summaries[800:1100] + hard_cases
+    ref = hf(texts, truncation=True, max_length=128)
+    for i, text in enumerate(texts):
+        assert mine.encode(text, truncation=True, max_length=128).input_ids == ref["input_ids"][i], text
+    pairs = hf(texts[:50], texts[50:100], truncation=True, max_length=40)
+    for i in range(50):
+        e = mine.encode(texts[i], texts[50 + i], truncation=True, max_length=40)
+        assert e.input_ids == pairs["input_ids"][i] and e.token_type_ids == pairs["token_type_ids"][i]
+
+
+def test_round_trip_with_a_trained_vocabulary(summaries):
+    tok = train_wordpiece(summaries[:500], vocab_size=2000, progress=False)
+    basic = BasicTokenizer()
+    checked = 0
+    for text in summaries[500:700]:
+        ids = tok.encode(text).input_ids
+        if tok.unk_token_id in ids:
+            continue
+        # Normalised text: words joined by single spaces, no space before . , ! ?
+        words = basic.tokenize(text)
+        expected = "".join(w if i == 0 or w in ".,!?" else " " + w for i, w in enumerate(words))
+        assert tok.decode(ids) == expected
+        checked += 1
+    assert checked > 100
