@@ -35,7 +35,9 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 import transformers  # noqa: E402
 
-from minibert import AdamW, BertConfig, BertForPreTraining  # noqa: E402
+from minibert import AdamW, BertConfig, BertForPreTraining, keep_freed_memory  # noqa: E402
+
+keep_freed_memory()  # as the minibert CLI does (see minibert/_malloc.py)
 
 SHAPES = {"mini": (32, 64), "base": (8, 128), "tiny": (32, 64), "small": (16, 128), "large": (4, 128)}
 

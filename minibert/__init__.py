@@ -6,9 +6,7 @@ parameter names (minibert/models/), and tests prove the numbers equal transforme
 
 __version__ = "0.1.0"
 
-from minibert._malloc import keep_freed_memory
-
-keep_freed_memory()  # no page faults from re-allocated temporaries: see minibert/_malloc.py
+from minibert._malloc import keep_freed_memory  # called by the CLI and benchmarks; see minibert/_malloc.py
 
 from minibert.config import BertConfig
 from minibert.models import BertForMaskedLM, BertForPreTraining, BertModel
@@ -16,4 +14,4 @@ from minibert.optim import AdamW, clip_grad_norm, linear_warmup_decay
 from minibert.tokenizer import WordPieceTokenizer, train_wordpiece
 
 __all__ = ["BertConfig", "BertModel", "BertForPreTraining", "BertForMaskedLM", "AdamW", "clip_grad_norm",
-           "linear_warmup_decay", "WordPieceTokenizer", "train_wordpiece"]
+           "linear_warmup_decay", "keep_freed_memory", "WordPieceTokenizer", "train_wordpiece"]

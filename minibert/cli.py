@@ -49,6 +49,8 @@ def main(argv: list[str] | None = None) -> int:
     # Only the chosen command's module is imported (and only it adds its options).
     name = next((a for a in argv if not a.startswith("-")), None)
     if name in COMMANDS:
+        from minibert._malloc import keep_freed_memory
+        keep_freed_memory()  # training and inference re-allocate big temporaries: keep the memory (no page faults)
         module = importlib.import_module(COMMANDS[name][0])
         module.add_arguments(subparsers[name])
     args = parser.parse_args(argv)

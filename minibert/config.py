@@ -13,7 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-SUPPORTED_ACTIVATIONS = ("gelu", "gelu_new", "gelu_pytorch_tanh", "relu")
+from minibert.layers.activations import ACTIVATIONS
+
+SUPPORTED_ACTIVATIONS = tuple(ACTIVATIONS)  # gelu (exact erf), gelu_new / gelu_pytorch_tanh (tanh), relu
 
 # name -> (num_hidden_layers, hidden_size, num_attention_heads, intermediate_size, vocab_size, max_position_embeddings)
 PRESETS: dict[str, tuple[int, int, int, int, int, int]] = {
@@ -67,6 +69,9 @@ class BertConfig:
             p = getattr(self, name)
             if not 0.0 <= p < 1.0:
                 raise ValueError(f"BertConfig.{name} must be in [0, 1), got {p!r}")
+        for name in ("layer_norm_eps", "initializer_range"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"BertConfig.{name} must be > 0, got {getattr(self, name)!r}")
         if not 0 <= self.pad_token_id < self.vocab_size:
             raise ValueError(f"BertConfig.pad_token_id {self.pad_token_id} is outside the vocabulary "
                              f"[0, {self.vocab_size})")

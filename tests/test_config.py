@@ -43,3 +43,13 @@ def test_config_json_errors(tmp_path):
     (tmp_path / "config.json").write_text('{"model_type": "bert", "hidden_act": "mish"}')
     with pytest.raises(ValueError, match=r"config.json: BertConfig.hidden_act 'mish'"):
         BertConfig.from_json_file(tmp_path)
+
+
+def test_keep_freed_memory_reports_success_on_glibc(monkeypatch):
+    from minibert._malloc import keep_freed_memory
+    monkeypatch.setenv("MINIBERT_NO_MALLOPT", "1")
+    assert keep_freed_memory() is False  # the opt-out is honoured
+    monkeypatch.delenv("MINIBERT_NO_MALLOPT")
+    import platform
+    if platform.libc_ver()[0] == "glibc":
+        assert keep_freed_memory() is True

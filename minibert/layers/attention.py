@@ -59,7 +59,9 @@ def self_attention_forward(x, params, prefix, additive_mask, num_heads, p_drop, 
     context = probs_dropped @ v  # (B, A, T, D)
     context = context.transpose(0, 2, 1, 3).reshape(B, T, H)  # (B, T, H): heads side by side
     cache = (x, w_qkv, q, k, v, probs, probs_dropped, drop_mask, scale)
-    return context, probs, cache
+    # The second result is what output_attentions shows: the weights the context was built with (after
+    # dropout in training, as Hugging Face returns them; plain softmax in eval mode).
+    return context, probs_dropped, cache
 
 
 def self_attention_backward(dcontext, cache, grads, prefix):

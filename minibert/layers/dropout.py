@@ -12,7 +12,7 @@ import numpy as np
 def dropout_forward(x, p, rng, training):
     if not training or p == 0.0:
         return x, None
-    threshold = int(round(p * 65536))
+    threshold = min(int(round(p * 65536)), 65535)  # p just below 1 still keeps 1/65536
     scale = x.dtype.type(65536.0 / (65536 - threshold))  # 1 / (1 - p) for the p actually used
     keep = rng.integers(0, 65536, size=x.shape, dtype=np.uint16) >= threshold  # (same shape as x) bool
     out = x * keep

@@ -2,7 +2,11 @@
 
 Parameter names (with the model's prefix, e.g. "bert."):
   embeddings.word_embeddings.weight (V, H), embeddings.position_embeddings.weight (P, H),
-  embeddings.token_type_embeddings.weight (2, H), embeddings.LayerNorm.{weight,bias} (H,)
+  embeddings.token_type_embeddings.weight (type_vocab_size, H), embeddings.LayerNorm.{weight,bias} (H,)
+(P is max_position_embeddings.)
+
+As in Hugging Face (nn.Embedding's padding_idx), the [PAD] row of the word embeddings gets no gradient from the
+lookup: padding is not a word to learn. (With a tied decoder it still gets the decoder's share.)
 """
 
 import numpy as np
@@ -18,6 +22,8 @@ def scatter_add_rows(dW, ids, drows):
     equal ids with np.add.reduceat is several times faster.
     """
     ids = ids.reshape(-1)  # (N,)
+    if ids.size == 0:
+        return
     drows = drows.reshape(len(ids), -1)  # (N, H)
     order = np.argsort(ids, kind="stable")  # (N,)
     sorted_ids = ids[order]
@@ -37,7 +43,7 @@ def embedding_forward(params, prefix, input_ids, token_type_ids, eps, p_drop, rn
     return x, (input_ids, token_type_ids, ln_cache, drop_mask)
 
 
-def embedding_backward(dout, cache, params, grads, prefix):
+def embedding_backward(dout, cache, params, grads, prefix, pad_token_id):
     input_ids, token_type_ids, ln_cache, drop_mask = cache
     dx = dropout_backward(dout, drop_mask)  # (B, T, H)
     dx = layernorm_backward(dx, ln_cache, params[prefix + "embeddings.LayerNorm.weight"],
@@ -46,5 +52,7 @@ def embedding_backward(dout, cache, params, grads, prefix):
     T = dx.shape[1]
     grads[prefix + "embeddings.position_embeddings.weight"][:T] += dx.sum(axis=0)  # (T, H)
     scatter_add_rows(grads[prefix + "embeddings.token_type_embeddings.weight"], token_type_ids, dx)
-    scatter_add_rows(grads[prefix + "embeddings.word_embeddings.weight"], input_ids, dx)
-    # The input ids are integers: nothing to return.
+    not_pad = input_ids.reshape(-1) != pad_token_id  # (B*T,)
+    scatter_add_rows(grads[prefix + "embeddings.word_embeddings.weight"], input_ids.reshape(-1)[not_pad],
+                     dx.reshape(-1, dx.shape[-1])[not_pad])
+    # The input ids are integers: there is no input gradient to return.

@@ -26,19 +26,20 @@ def encoder_layer_forward(x, params, prefix, additive_mask, config, rng, trainin
     ctx, probs, c_attn = self_attention_forward(x, params, prefix + "attention.self.", additive_mask,
                                                 config.num_attention_heads, config.attention_probs_dropout_prob,
                                                 rng, training)  # (B, T, H)
-    a, c_ao = linear_forward(ctx, P("attention.output.dense.weight"), P("attention.output.dense.bias"))  # (B, T, H)
-    a, m_ao = dropout_forward(a, p_hidden, rng, training)  # (B, T, H)
-    a += x  # residual
-    h, c_ln1 = layernorm_forward(a, P("attention.output.LayerNorm.weight"), P("attention.output.LayerNorm.bias"),
-                                 config.layer_norm_eps)  # (B, T, H)
+    attn_out, c_ao = linear_forward(ctx, P("attention.output.dense.weight"),
+                                    P("attention.output.dense.bias"))  # (B, T, H)
+    attn_out, m_ao = dropout_forward(attn_out, p_hidden, rng, training)  # (B, T, H)
+    attn_out += x  # residual
+    h, c_ln1 = layernorm_forward(attn_out, P("attention.output.LayerNorm.weight"),
+                                 P("attention.output.LayerNorm.bias"), config.layer_norm_eps)  # (B, T, H)
 
     # --- feed-forward block
     f, c_in = linear_forward(h, P("intermediate.dense.weight"), P("intermediate.dense.bias"))  # (B, T, F)
     f, c_act = act_forward(f)  # (B, T, F)
-    o, c_out = linear_forward(f, P("output.dense.weight"), P("output.dense.bias"))  # (B, T, H)
-    o, m_out = dropout_forward(o, p_hidden, rng, training)  # (B, T, H)
-    o += h  # residual
-    out, c_ln2 = layernorm_forward(o, P("output.LayerNorm.weight"), P("output.LayerNorm.bias"),
+    ffn_out, c_out = linear_forward(f, P("output.dense.weight"), P("output.dense.bias"))  # (B, T, H)
+    ffn_out, m_out = dropout_forward(ffn_out, p_hidden, rng, training)  # (B, T, H)
+    ffn_out += h  # residual
+    out, c_ln2 = layernorm_forward(ffn_out, P("output.LayerNorm.weight"), P("output.LayerNorm.bias"),
                                    config.layer_norm_eps)  # (B, T, H)
     cache = (c_attn, c_ao, m_ao, c_ln1, c_in, c_act, c_out, m_out, c_ln2)
     return out, probs, cache
@@ -52,21 +53,23 @@ def encoder_layer_backward(dout, cache, params, grads, prefix, config):
     _, act_backward = get_activation(config.hidden_act)
 
     # --- feed-forward block, backwards
-    do = layernorm_backward(dout, c_ln2, P("output.LayerNorm.weight"), G("output.LayerNorm.weight"),
-                            G("output.LayerNorm.bias"))  # (B, T, H)
-    dh = do.copy()  # residual branch: the gradient reaches h directly too
-    do = dropout_backward(do, m_out)
-    df = linear_backward(do, c_out, P("output.dense.weight"), G("output.dense.weight"), G("output.dense.bias"))  # (B, T, F)
+    d_ffn_out = layernorm_backward(dout, c_ln2, P("output.LayerNorm.weight"), G("output.LayerNorm.weight"),
+                                   G("output.LayerNorm.bias"))  # (B, T, H)
+    dh = d_ffn_out.copy()  # (B, T, H) residual branch: the gradient reaches h directly too
+    d_ffn_out = dropout_backward(d_ffn_out, m_out)  # (B, T, H)
+    df = linear_backward(d_ffn_out, c_out, P("output.dense.weight"), G("output.dense.weight"),
+                         G("output.dense.bias"))  # (B, T, F)
     df = act_backward(df, c_act)  # (B, T, F)
     dh += linear_backward(df, c_in, P("intermediate.dense.weight"), G("intermediate.dense.weight"),
                           G("intermediate.dense.bias"))  # (B, T, H)
 
     # --- self-attention block, backwards
-    da = layernorm_backward(dh, c_ln1, P("attention.output.LayerNorm.weight"), G("attention.output.LayerNorm.weight"),
-                            G("attention.output.LayerNorm.bias"))  # (B, T, H)
-    dx = da.copy()  # residual
-    da = dropout_backward(da, m_ao)
-    dctx = linear_backward(da, c_ao, P("attention.output.dense.weight"), G("attention.output.dense.weight"),
+    d_attn_out = layernorm_backward(dh, c_ln1, P("attention.output.LayerNorm.weight"),
+                                    G("attention.output.LayerNorm.weight"),
+                                    G("attention.output.LayerNorm.bias"))  # (B, T, H)
+    dx = d_attn_out.copy()  # (B, T, H) residual
+    d_attn_out = dropout_backward(d_attn_out, m_ao)  # (B, T, H)
+    dctx = linear_backward(d_attn_out, c_ao, P("attention.output.dense.weight"), G("attention.output.dense.weight"),
                            G("attention.output.dense.bias"))  # (B, T, H)
-    dx += self_attention_backward(dctx, c_attn, grads, prefix + "attention.self.")
+    dx += self_attention_backward(dctx, c_attn, grads, prefix + "attention.self.")  # (B, T, H)
     return dx

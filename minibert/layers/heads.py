@@ -18,15 +18,15 @@ def pooler_forward(h, params, prefix):
     # h (B, T, H) -> pooled (B, H): the [CLS] token's final state through dense + tanh
     z, c_lin = linear_forward(h[:, 0], params[prefix + "pooler.dense.weight"], params[prefix + "pooler.dense.bias"])
     pooled, c_tanh = tanh_forward(z)
-    return pooled, (c_lin, c_tanh, h.shape)
+    return pooled, (c_lin, c_tanh)
 
 
-def pooler_backward(dpooled, cache, params, grads, prefix, dh):
-    """Adds the pooler's gradient into dh[:, 0] (dh is (B, T, H))."""
-    c_lin, c_tanh, _ = cache
-    dz = tanh_backward(dpooled, c_tanh)
-    dh[:, 0] += linear_backward(dz, c_lin, params[prefix + "pooler.dense.weight"],
-                                grads[prefix + "pooler.dense.weight"], grads[prefix + "pooler.dense.bias"])
+def pooler_backward(dpooled, cache, params, grads, prefix):
+    """Returns the gradient w.r.t. the [CLS] token's final state, (B, H); the caller adds it into dh[:, 0]."""
+    c_lin, c_tanh = cache
+    dz = tanh_backward(dpooled, c_tanh)  # (B, H)
+    return linear_backward(dz, c_lin, params[prefix + "pooler.dense.weight"], grads[prefix + "pooler.dense.weight"],
+                           grads[prefix + "pooler.dense.bias"])  # (B, H)
 
 
 def mlm_head_forward(h, params, bert_prefix, config):

@@ -1,4 +1,8 @@
-"""Cross-entropy from logits, mean over the positions whose label is not ignore_index (-100)."""
+"""Cross-entropy from logits, mean over the positions whose label is not ignore_index (-100).
+
+When every label is ignored (nothing masked in a batch) the loss is 0 with zero gradients; Hugging Face
+returns NaN there (0/0), which would poison a training run.
+"""
 
 import numpy as np
 
@@ -14,7 +18,7 @@ def cross_entropy_forward(logits, labels, ignore_index=IGNORE_INDEX):
     sum_exp = exp.sum(axis=-1, keepdims=True)  # (N, 1)
     safe_labels = np.where(valid, labels, 0)
     log_prob_true = shifted[np.arange(len(labels)), safe_labels] - np.log(sum_exp[:, 0])  # (N,)
-    loss = -(log_prob_true * valid).sum() / max(count, 1)
+    loss = (-log_prob_true * valid).sum() / max(count, 1)
     probs = exp
     probs /= sum_exp  # (N, C): softmax, kept for the backward
     return float(loss), (probs, safe_labels, valid, count)

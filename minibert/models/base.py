@@ -9,18 +9,24 @@ from minibert.config import BertConfig
 from minibert.models.init import init_param
 
 
+def _check_dtype(dtype):
+    dtype = np.dtype(dtype)
+    if dtype not in (np.float32, np.float64):
+        raise ValueError(f"dtype must be float32 or float64, got {dtype}")
+    return dtype
+
+
 class Model:
-    # Subclasses set these: the names of the parameters that must be in a checkpoint, and the prefix of the
-    # BertModel inside ("bert." in task models, "" in a bare BertModel).
+    # The name prefix of the BERT body's parameters: "bert." in task models, "" in a bare BertModel.
+    # Subclasses also define param_shapes(): every parameter's Hugging Face name and shape.
     base_prefix = ""
 
     def __init__(self, config: BertConfig, seed: int = 0, dtype=np.float32):
         if not isinstance(config, BertConfig):
             raise ValueError(f"config must be a minibert BertConfig, got {type(config).__name__}")
+        config.validate()  # fields may have been changed since the config was made
         self.config = config
-        self.dtype = np.dtype(dtype)
-        if self.dtype not in (np.float32, np.float64):
-            raise ValueError(f"dtype must be float32 or float64, got {self.dtype}")
+        self.dtype = _check_dtype(dtype)
         self.training = True
         self.rng = np.random.default_rng([seed, 1])  # dropout masks; separate from the init stream
         init_rng = np.random.default_rng(seed)
@@ -50,8 +56,10 @@ class Model:
         return sum(p.size for p in self.params.values())
 
     def astype(self, dtype):
-        """Cast parameters (and gradients) to float32 or float64, in place; returns self."""
-        self.dtype = np.dtype(dtype)
+        """Cast parameters (and gradients) to float32 or float64; returns self.
+
+        The arrays are replaced, so an optimizer made before must be made again."""
+        self.dtype = _check_dtype(dtype)
         for name in self.params:
             self.params[name] = np.ascontiguousarray(self.params[name], dtype=self.dtype)
             self.grads[name] = np.zeros_like(self.params[name])

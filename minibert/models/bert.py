@@ -71,7 +71,7 @@ class BertEncoder:
             if output_attentions:
                 attentions.append(probs)
         pooled, c_pool = pooler_forward(x, params, prefix) if self.has_pooler else (None, None)  # (B, H)
-        self._cache = (c_emb, c_layers, c_pool)
+        self._cache = (c_emb, c_layers, c_pool, x.shape)
         return ModelOutput(last_hidden_state=x, pooler_output=pooled,
                            attentions=attentions if output_attentions else None,
                            hidden_states=hidden_states if output_hidden_states else None)
@@ -80,17 +80,23 @@ class BertEncoder:
         if self._cache is None:
             raise ValueError("backward() called before forward()")
         m, cfg, prefix = self.model, self.model.config, self.prefix
-        c_emb, c_layers, c_pool = self._cache
-        B, T = c_emb[0].shape
+        c_emb, c_layers, c_pool, shape = self._cache  # shape = (B, T, H)
         if d_last_hidden_state is None:
-            dx = np.zeros((B, T, cfg.hidden_size), dtype=m.dtype)
+            dx = np.zeros(shape, dtype=m.dtype)
         else:
-            dx = np.array(d_last_hidden_state, dtype=m.dtype)  # a copy: the pooler adds into it
+            dx = np.array(d_last_hidden_state, dtype=m.dtype)  # a copy: the pooler's gradient is added into it
+            if dx.shape != shape:
+                raise ValueError(f"d_last_hidden_state has shape {dx.shape}, expected {shape}")
         if d_pooler_output is not None:
-            pooler_backward(np.asarray(d_pooler_output, dtype=m.dtype), c_pool, m.params, m.grads, prefix, dx)
+            if c_pool is None:
+                raise ValueError("d_pooler_output given, but this model has no pooler (add_pooling_layer=False)")
+            d_pooled = np.asarray(d_pooler_output, dtype=m.dtype)  # (B, H)
+            if d_pooled.shape != (shape[0], shape[2]):
+                raise ValueError(f"d_pooler_output has shape {d_pooled.shape}, expected {(shape[0], shape[2])}")
+            dx[:, 0] += pooler_backward(d_pooled, c_pool, m.params, m.grads, prefix)  # only [CLS] feeds the pooler
         for i in reversed(range(cfg.num_hidden_layers)):
             dx = encoder_layer_backward(dx, c_layers[i], m.params, m.grads, f"{prefix}encoder.layer.{i}.", cfg)
-        embedding_backward(dx, c_emb, m.params, m.grads, prefix)
+        embedding_backward(dx, c_emb, m.params, m.grads, prefix, cfg.pad_token_id)
         self._cache = None  # free the activations
 
 

@@ -13,8 +13,8 @@ def check_inputs(config, input_ids, token_type_ids=None, attention_mask=None):
     if not np.issubdtype(input_ids.dtype, np.integer):
         raise ValueError(f"input_ids must be integers, got dtype {input_ids.dtype}")
     B, T = input_ids.shape
-    if T == 0:
-        raise ValueError("input_ids is empty: a sequence needs at least one token")
+    if B == 0 or T == 0:
+        raise ValueError(f"input_ids has shape {input_ids.shape}: need at least one sequence of at least one token")
     if T > config.max_position_embeddings:
         raise ValueError(f"sequence length {T} is longer than max_position_embeddings "
                          f"({config.max_position_embeddings})")
@@ -26,12 +26,15 @@ def check_inputs(config, input_ids, token_type_ids=None, attention_mask=None):
     token_type_ids = _check_same_shape("token_type_ids", token_type_ids, input_ids.shape)
     if token_type_ids is None:
         token_type_ids = np.zeros((B, T), dtype=np.int64)
+    elif not np.issubdtype(token_type_ids.dtype, np.integer):
+        raise ValueError(f"token_type_ids must be integers, got dtype {token_type_ids.dtype}")
     elif token_type_ids.min() < 0 or token_type_ids.max() >= config.type_vocab_size:
         raise ValueError(f"token_type_ids must be in 0..{config.type_vocab_size - 1}, got values "
                          f"{int(token_type_ids.min())}..{int(token_type_ids.max())}")
     attention_mask = _check_same_shape("attention_mask", attention_mask, input_ids.shape)
     if attention_mask is not None and not np.isin(attention_mask, (0, 1)).all():
-        raise ValueError("attention_mask must hold only 0 (padding) and 1 (token)")
+        bad = np.unique(attention_mask[~np.isin(attention_mask, (0, 1))])[:5]
+        raise ValueError(f"attention_mask must hold only 0 (padding) and 1 (token), found {bad.tolist()}")
     return input_ids.astype(np.int64, copy=False), token_type_ids.astype(np.int64, copy=False), attention_mask
 
 
@@ -48,10 +51,26 @@ def _check_same_shape(name, array, shape):
 
 def check_labels(labels, shape, num_classes, name):
     labels = np.asarray(labels)
+    if labels.shape != shape and labels.size == int(np.prod(shape)) and labels.ndim <= 2:
+        labels = labels.reshape(shape)  # (T,) for a single sequence, (B, 1) for per-sequence labels
     if labels.shape != shape:
         raise ValueError(f"{name} has shape {labels.shape}, expected {shape}")
+    if not np.issubdtype(labels.dtype, np.integer):
+        raise ValueError(f"{name} must be integers, got dtype {labels.dtype}")
     valid = labels[labels != -100]
     if valid.size and (valid.min() < 0 or valid.max() >= num_classes):
         raise ValueError(f"{name} must be -100 (ignored) or in 0..{num_classes - 1}, got "
                          f"{int(valid.min())}..{int(valid.max())}")
     return labels.astype(np.int64, copy=False)
+
+
+def check_targets(input_ids, labels, next_sentence_label, config):
+    """Check pre-training targets against the batch's shape before any work is done."""
+    shape = np.shape(input_ids)
+    if len(shape) == 1:
+        shape = (1, shape[0])
+    if labels is not None:
+        labels = check_labels(labels, shape, config.vocab_size, "labels")
+    if next_sentence_label is not None:
+        next_sentence_label = check_labels(next_sentence_label, shape[:1], 2, "next_sentence_label")
+    return labels, next_sentence_label

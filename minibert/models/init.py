@@ -1,5 +1,8 @@
 """Parameter initialisation as BERT does it: weights ~ truncated normal(0, initializer_range) cut at two standard
-deviations, biases 0, LayerNorm weight 1 and bias 0, and the [PAD] embedding row 0."""
+deviations, biases 0, LayerNorm weight 1 and bias 0, and the [PAD] embedding row 0.
+
+As in the original TensorFlow BERT, initializer_range is the std of the normal before cutting; the cut values have
+a std of about 0.88 x initializer_range. (Hugging Face's PyTorch port draws from a plain normal instead.)"""
 
 import numpy as np
 

@@ -2,12 +2,14 @@
 
 
 class ModelOutput(dict):
-    """A dict whose keys are also attributes; a missing attribute is None."""
+    """A dict whose keys are also attributes. Every forward sets all its fields (None where not computed), so
+    a misspelt field raises instead of quietly giving None."""
 
     def __getattr__(self, name):
-        if name.startswith("__"):
-            raise AttributeError(name)
-        return self.get(name)
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(f"this output has no field {name!r}; it has {', '.join(self)}") from None
 
     def __setattr__(self, name, value):
         self[name] = value

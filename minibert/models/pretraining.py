@@ -2,7 +2,9 @@
 
 With labels, the MLM decoder runs only at the labelled positions ("sparse prediction", as google-research/bert
 and Cramming do): with a vocabulary of 8192 the decoder over every position costs more than the whole encoder,
-and the loss is the same because unlabelled positions contribute nothing to it.
+and the loss is the same because unlabelled positions contribute nothing to it. Then `.prediction_logits` is
+(M, V), one row per labelled position, and `.masked_positions` (M,) holds their flat indices into B*T
+(`np.unravel_index(masked_positions, (B, T))` gives (row, column)).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from minibert.layers.heads import mlm_head_backward, mlm_head_forward, nsp_head_
 from minibert.layers.loss import cross_entropy_backward, cross_entropy_forward
 from minibert.models.base import Model
 from minibert.models.bert import BertEncoder, bert_param_shapes
-from minibert.models.checks import check_labels
+from minibert.models.checks import check_targets
 from minibert.models.outputs import ModelOutput
 
 
@@ -45,7 +47,7 @@ class _MaskedLMBase(Model):
         if labels is None:
             logits, _ = mlm_head_forward(sequence_output.reshape(B * T, H), self.params, "bert.", cfg)
             return logits.reshape(B, T, cfg.vocab_size), None, None, None  # (B, T, V)
-        labels = check_labels(labels, (B, T), cfg.vocab_size, "labels").reshape(-1)  # (B*T,)
+        labels = labels.reshape(-1)  # (B*T,), checked by check_targets
         positions = np.flatnonzero(labels != -100)  # (M,) flat indices of the tokens to predict
         h = sequence_output.reshape(B * T, H)[positions]  # (M, H)
         logits, c_head = mlm_head_forward(h, self.params, "bert.", cfg)  # (M, V)
@@ -57,11 +59,8 @@ class _MaskedLMBase(Model):
         dlogits = cross_entropy_backward(c_ce, loss_scale)  # (M, V)
         dh = mlm_head_backward(dlogits, c_head, self.params, self.grads, "bert.", self.config)  # (M, H)
         dseq = np.zeros(shape, dtype=self.dtype)  # (B, T, H)
-        dseq.reshape(-1, shape[2])[positions] = dh  # positions are distinct, so plain assignment adds
+        dseq.reshape(-1, shape[2])[positions] = dh  # each predicted position's row, written once into zeros
         return dseq
-
-    def zero_grad(self):
-        super().zero_grad()
 
 
 class BertForPreTraining(_MaskedLMBase):
@@ -76,13 +75,14 @@ class BertForPreTraining(_MaskedLMBase):
 
     def forward(self, input_ids, token_type_ids=None, attention_mask=None, labels=None, next_sentence_label=None,
                 output_attentions=False, output_hidden_states=False):
+        self._cache = None  # a forward that fails must not leave an older batch's caches for backward()
+        labels, next_sentence_label = check_targets(input_ids, labels, next_sentence_label, self.config)
         out = self.bert.forward(input_ids, token_type_ids, attention_mask, output_attentions, output_hidden_states)
         logits, mlm_loss, positions, c_mlm = self._mlm_forward(out.last_hidden_state, labels)
         nsp_logits, c_nsp = nsp_head_forward(out.pooler_output, self.params)  # (B, 2)
         nsp_loss = c_nsp_ce = None
         if next_sentence_label is not None:
-            nsl = check_labels(next_sentence_label, (nsp_logits.shape[0],), 2, "next_sentence_label")
-            nsp_loss, c_nsp_ce = cross_entropy_forward(nsp_logits, nsl)
+            nsp_loss, c_nsp_ce = cross_entropy_forward(nsp_logits, next_sentence_label)
         parts = [x for x in (mlm_loss, nsp_loss) if x is not None]
         loss = sum(parts) if parts else None
         self._cache = (c_mlm, c_nsp, c_nsp_ce)
@@ -117,6 +117,8 @@ class BertForMaskedLM(_MaskedLMBase):
 
     def forward(self, input_ids, token_type_ids=None, attention_mask=None, labels=None, output_attentions=False,
                 output_hidden_states=False):
+        self._cache = None
+        labels, _ = check_targets(input_ids, labels, None, self.config)
         out = self.bert.forward(input_ids, token_type_ids, attention_mask, output_attentions, output_hidden_states)
         logits, loss, positions, c_mlm = self._mlm_forward(out.last_hidden_state, labels)
         self._cache = c_mlm

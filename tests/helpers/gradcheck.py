@@ -11,6 +11,7 @@ import numpy as np
 def numeric_grad(f, x, indices=None, h=1e-6):
     """d f / d x by central differences at the given flat indices (all of them when None)."""
     flat = x.reshape(-1)
+    assert np.shares_memory(flat, x), "x must be contiguous: the perturbation has to reach the array itself"
     indices = range(flat.size) if indices is None else indices
     out = {}
     for i in indices:

@@ -29,3 +29,16 @@ def max_rel_diff(ours, ref, floor=1e-6):
     ours, ref = np.asarray(ours, dtype=np.float64), np.asarray(ref, dtype=np.float64)
     scale = max(float(np.abs(ref).max()), floor)
     return float(np.abs(ours - ref).max()) / scale
+
+
+def assert_grads_match(ours: dict, theirs: dict, tol=1e-4):
+    """Every parameter present on both sides, each gradient within tol of its own scale.
+
+    The scale has a floor of 1e-3 x the largest gradient in the model: the attention key bias has a true
+    gradient of exactly 0 (softmax ignores a shift shared by all keys), so both sides hold only rounding
+    noise there (~1e-10), which must not be compared as if it were signal.
+    """
+    assert set(ours) == set(theirs), set(ours) ^ set(theirs)
+    floor = 1e-3 * max(float(np.abs(g).max()) for g in theirs.values())
+    for name, g in theirs.items():
+        assert max_rel_diff(ours[name], g, floor=floor) < tol, name

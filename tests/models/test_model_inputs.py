@@ -57,3 +57,54 @@ def test_config_errors():
         BertConfig.preset("huge")
     with pytest.raises(ValueError, match=r"vocab_size must be a positive integer"):
         BertConfig(vocab_size=0)
+
+
+def test_more_bad_inputs(model):
+    ids = np.ones((2, 4), dtype=np.int64)
+    with pytest.raises(ValueError, match=r"next_sentence_label must be -100 \(ignored\) or in 0..1, got 0..2"):
+        model.forward(ids, next_sentence_label=np.array([0, 2]))
+    with pytest.raises(ValueError, match=r"next_sentence_label has shape \(3,\), expected \(2,\)"):
+        model.forward(ids, next_sentence_label=np.array([0, 1, 1]))
+    with pytest.raises(ValueError, match=r"found \[2\]"):
+        model.forward(ids, attention_mask=np.array([[1, 1, 2, 0], [1, 1, 1, 1]]))
+    with pytest.raises(ValueError, match=r"input_ids has shape \(0, 4\)"):
+        model.forward(np.ones((0, 4), dtype=np.int64))
+    with pytest.raises(ValueError, match=r"token_type_ids must be integers"):
+        model.forward(ids, token_type_ids=np.full((2, 4), 0.7))
+    with pytest.raises(ValueError, match=r"labels must be integers"):
+        model.forward(ids, labels=np.full((2, 4), 3.7))
+
+
+def test_per_sequence_labels_may_be_a_column(model):
+    ids = np.ones((2, 4), dtype=np.int64)
+    model.eval()  # no dropout: two forwards of the same batch give the same loss
+    a = model.forward(ids, next_sentence_label=np.array([0, 1])).loss
+    b = model.forward(ids, next_sentence_label=np.array([[0], [1]])).loss
+    model.train()
+    assert a == b
+
+
+def test_a_failed_forward_leaves_nothing_for_backward(model):
+    ids = np.ones((2, 4), dtype=np.int64)
+    model.forward(ids, labels=ids)
+    with pytest.raises(ValueError):
+        model.forward(ids, labels=np.full((2, 4), 999))  # rejected before any work
+    with pytest.raises(ValueError, match="backward"):
+        model.backward()  # the earlier batch's caches are gone, not mixed with the new one
+    model.forward(ids)  # no targets
+    with pytest.raises(ValueError, match="backward"):
+        model.backward()
+
+
+def test_a_misspelt_output_field_raises(model):
+    out = model.forward(np.ones((1, 3), dtype=np.int64))
+    assert out.loss is None  # computed fields are always present
+    with pytest.raises(AttributeError, match="prediction_logit"):
+        out.prediction_logit
+
+
+def test_model_refuses_an_invalid_config_changed_after_creation():
+    cfg = BertConfig.preset("tiny", vocab_size=50)
+    cfg.num_attention_heads = 3
+    with pytest.raises(ValueError, match="divisible"):
+        BertModel(cfg)

@@ -3,7 +3,7 @@ parameter gradient, and ten AdamW steps with warmup, decay and clipping."""
 
 import numpy as np
 import pytest
-from hf_reference import copy_weights, hf_config, max_rel_diff, torch_grads
+from hf_reference import assert_grads_match, copy_weights, hf_config, max_rel_diff, torch_grads
 
 from minibert import AdamW, BertConfig, BertForMaskedLM, BertForPreTraining, BertModel, clip_grad_norm
 from minibert import linear_warmup_decay
@@ -31,6 +31,7 @@ def make_batch(cfg, seed=0):
         mask[b, :n] = 1
         types[b, n // 2:n] = 1  # segment B
     ids[mask == 0] = 0
+    ids[0, 5] = cfg.pad_token_id  # a [PAD] id at an attended position: its embedding row is special in HF
     labels = np.full((B, T), -100)
     pick = (rng.random((B, T)) < 0.25) & (mask == 1)
     labels[pick] = rng.integers(5, cfg.vocab_size, int(pick.sum()))
@@ -60,10 +61,7 @@ def test_pretraining_outputs_loss_and_every_gradient(act):
     assert max_rel_diff(out.prediction_logits, flat) < TOL
     assert max_rel_diff(out.seq_relationship_logits, ref.seq_relationship_logits.detach().numpy()) < TOL
     assert out.loss == pytest.approx(ref.loss.item(), rel=1e-5)
-    grads = torch_grads(hf)
-    assert set(grads) == set(model.grads)  # every parameter, tied ones once
-    for name, g in grads.items():
-        assert max_rel_diff(model.grads[name], g) < TOL, name
+    assert_grads_match(model.grads, torch_grads(hf), TOL)  # every parameter, tied ones once
 
 
 def test_full_logits_without_labels_and_bert_model_outputs():
@@ -103,8 +101,42 @@ def test_masked_lm_loss_and_gradients():
     ref = hf(input_ids=t(ids), token_type_ids=t(types), attention_mask=t(mask), labels=t(labels))
     ref.loss.backward()
     assert out.loss == pytest.approx(ref.loss.item(), rel=1e-5)
-    for name, g in torch_grads(hf).items():
-        assert max_rel_diff(model.grads[name], g) < TOL, name
+    assert_grads_match(model.grads, torch_grads(hf), TOL)
+
+
+def test_bert_model_gradients_without_mask_or_token_types():
+    """BertModel's backward from both outputs, with attention_mask and token_type_ids left out (all tokens, one
+    segment), against autograd."""
+    cfg = config("gelu")
+    model = BertModel(cfg, seed=5)
+    hf = transformers.BertModel(hf_config(cfg)).train()
+    copy_weights(model, hf)
+    ids = make_batch(cfg, seed=3)[0]
+    rng = np.random.default_rng(0)
+    R1 = rng.standard_normal((*ids.shape, cfg.hidden_size)).astype(np.float32)
+    R2 = rng.standard_normal((ids.shape[0], cfg.hidden_size)).astype(np.float32)
+    out = model.forward(ids)
+    model.backward(R1, R2)
+    ref = hf(input_ids=t(ids))
+    ((ref.last_hidden_state * t(R1)).sum() + (ref.pooler_output * t(R2)).sum()).backward()
+    assert max_rel_diff(out.last_hidden_state, ref.last_hidden_state.detach().numpy()) < TOL
+    assert_grads_match(model.grads, torch_grads(hf), TOL)
+
+
+def test_float64_parity_is_exact_to_rounding():
+    """In float64 any difference of formula shows up at once: everything agrees to ~1e-10."""
+    cfg = config("gelu")
+    model = BertForPreTraining(cfg, seed=6, dtype=np.float64)
+    hf = transformers.BertForPreTraining(hf_config(cfg)).double().train()
+    copy_weights(model, hf)
+    ids, types, mask, labels, nsl = make_batch(cfg, seed=4)
+    out = model.forward(ids, types, mask, labels=labels, next_sentence_label=nsl)
+    model.backward()
+    ref = hf(input_ids=t(ids), token_type_ids=t(types), attention_mask=t(mask), labels=t(labels),
+             next_sentence_label=t(nsl))
+    ref.loss.backward()
+    assert out.loss == pytest.approx(ref.loss.item(), rel=1e-12)
+    assert_grads_match(model.grads, torch_grads(hf), 1e-9)
 
 
 def test_ten_adamw_steps_match_torch():
