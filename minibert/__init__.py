@@ -12,6 +12,8 @@ from minibert.config import BertConfig
 from minibert.models import BertForMaskedLM, BertForPreTraining, BertModel
 from minibert.optim import AdamW, clip_grad_norm, linear_warmup_decay
 from minibert.tokenizer import WordPieceTokenizer, train_wordpiece
+from minibert.embeddings import SentenceEncoder, encode_sentences
 
 __all__ = ["BertConfig", "BertModel", "BertForPreTraining", "BertForMaskedLM", "AdamW", "clip_grad_norm",
-           "linear_warmup_decay", "keep_freed_memory", "WordPieceTokenizer", "train_wordpiece"]
+           "linear_warmup_decay", "keep_freed_memory", "WordPieceTokenizer", "train_wordpiece",
+           "SentenceEncoder", "encode_sentences"]

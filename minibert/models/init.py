@@ -9,10 +9,11 @@ import numpy as np
 
 def truncated_normal(rng, shape, std, dtype):
     x = rng.standard_normal(shape)
-    bad = np.abs(x) > 2.0
-    while bad.any():  # redraw the ~5% beyond two standard deviations
-        x[bad] = rng.standard_normal(int(bad.sum()))
-        bad = np.abs(x) > 2.0
+    flat = x.reshape(-1)
+    bad = np.flatnonzero(np.abs(flat) > 2.0)
+    while bad.size:  # redraw the ~5% beyond two standard deviations, then those of them that fell out again
+        flat[bad] = rng.standard_normal(bad.size)
+        bad = bad[np.abs(flat[bad]) > 2.0]
     return (x * std).astype(dtype)
 
 

@@ -1,0 +1,145 @@
+"""Sentences per second: embedding Wikipedia sentences with all-MiniLM-L6-v2, minibert against transformers.
+
+    python benchmarks/embed.py                       # 1,000 sentences, batch 32, all cores
+    python benchmarks/embed.py --threads 1 --rounds 5
+
+Both sides do the same work, on the same threads, in one run: tokenize, sort by length, batch, pad each batch
+to its longest sentence, run BertModel, mean-pool over the attention mask, L2-normalise.
+  minibert:     minibert.embeddings.SentenceEncoder (pure-Python WordPiece tokenizer, NumPy model)
+  transformers: BertTokenizerFast (Rust) + transformers.BertModel (torch eager, its default attention)
+Rounds alternate between the two so a noisy machine slows both alike. Prints the best round of each (total, and
+tokenization / model split), the ratio minibert / transformers in sentences per second (>1: minibert faster),
+and the cosine agreement of the two sets of embeddings.
+"""
+
+import argparse
+import os
+import re
+import time
+
+
+def parse_args():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--sentences", type=int, default=1000, help="how many Wikipedia sentences (default 1000)")
+    p.add_argument("--batch-size", type=int, default=32, help="sentences per forward pass (default 32)")
+    p.add_argument("--threads", type=int, default=int(os.environ.get("OPENBLAS_NUM_THREADS", os.cpu_count())),
+                   help="BLAS/torch threads for both (default: OPENBLAS_NUM_THREADS or all cores)")
+    p.add_argument("--rounds", type=int, default=3, help="timed rounds per contender, alternating (default 3)")
+    p.add_argument("--profile", action="store_true", help="also print where minibert's forward spends its time")
+    return p.parse_args()
+
+
+args = parse_args()
+# Thread counts must be set before NumPy and torch load their BLAS.
+os.environ["OPENBLAS_NUM_THREADS"] = os.environ["OMP_NUM_THREADS"] = os.environ["MKL_NUM_THREADS"] = str(args.threads)
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+import transformers  # noqa: E402
+
+from minibert.data.builtin import load_wiki_summaries, minilm_dir  # noqa: E402
+from minibert.embeddings import SentenceEncoder, l2_normalize, mean_pool, pad_batch  # noqa: E402
+
+torch.set_num_threads(args.threads)
+
+
+def wiki_sentences(n):
+    """The first n sentences (20..300 characters) of the Wikipedia summaries, in file order."""
+    out = []
+    for summary in load_wiki_summaries():
+        for s in re.split(r"(?<=[.!?])\s+", summary["extract"]):
+            if 20 <= len(s) <= 300:
+                out.append(s)
+                if len(out) == n:
+                    return out
+    return out
+
+
+def minibert_embed(encoder, texts, batch_size):
+    t0 = time.perf_counter()
+    ids = encoder.tokenize(texts)
+    t1 = time.perf_counter()
+    out = np.zeros((len(texts), encoder.dimension), dtype=np.float32)
+    order = sorted(range(len(texts)), key=lambda i: -len(ids[i]))
+    for start in range(0, len(order), batch_size):
+        rows = order[start:start + batch_size]
+        input_ids, mask = pad_batch([ids[i] for i in rows], encoder.pad_id)
+        hidden = encoder.body.forward(input_ids, None, mask).last_hidden_state
+        out[rows] = mean_pool(hidden, mask)
+    out = l2_normalize(out)
+    return out, t1 - t0, time.perf_counter() - t1
+
+
+def transformers_embed(tokenizer, model, texts, batch_size, max_length):
+    t0 = time.perf_counter()
+    ids = tokenizer(texts, truncation=True, max_length=max_length)["input_ids"]
+    t1 = time.perf_counter()
+    out = torch.zeros(len(texts), model.config.hidden_size)
+    order = sorted(range(len(texts)), key=lambda i: -len(ids[i]))
+    with torch.inference_mode():
+        for start in range(0, len(order), batch_size):
+            rows = order[start:start + batch_size]
+            input_ids, mask = pad_batch([ids[i] for i in rows], tokenizer.pad_token_id)
+            input_ids, mask = torch.from_numpy(input_ids), torch.from_numpy(mask)
+            hidden = model(input_ids=input_ids, attention_mask=mask).last_hidden_state
+            m = mask[:, :, None].to(hidden.dtype)
+            out[rows] = (hidden * m).sum(1) / m.sum(1).clamp(min=1e-9)
+        out = torch.nn.functional.normalize(out, dim=1)
+    return out.numpy(), t1 - t0, time.perf_counter() - t1
+
+
+def main():
+    folder = minilm_dir()
+    texts = wiki_sentences(args.sentences)
+    encoder = SentenceEncoder.from_pretrained(folder)
+    tokenizer = transformers.BertTokenizerFast.from_pretrained(folder)
+    model = transformers.BertModel.from_pretrained(folder).eval()
+    n_tokens = sum(len(x) for x in encoder.tokenize(texts))
+    print(f"{len(texts)} sentences, {n_tokens} tokens (mean {n_tokens / len(texts):.1f}), batch {args.batch_size}, "
+          f"{args.threads} thread(s), OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', '(auto)')}, "
+          f"torch attention: {model.config._attn_implementation}")
+
+    # Warm-up (first calls allocate, fill the tokenizer cache, load kernels), then alternate timed rounds.
+    minibert_embed(encoder, texts[:64], args.batch_size)
+    transformers_embed(tokenizer, model, texts[:64], args.batch_size, encoder.max_length)
+    results = {"minibert": [], "transformers": []}
+    for _ in range(args.rounds):
+        ours = minibert_embed(encoder, texts, args.batch_size)
+        results["minibert"].append(ours[1:])
+        theirs = transformers_embed(tokenizer, model, texts, args.batch_size, encoder.max_length)
+        results["transformers"].append(theirs[1:])
+
+    best = {}
+    for name, rounds in results.items():
+        tok, fwd = min(rounds, key=sum)
+        best[name] = tok + fwd
+        print(f"{name:>13}: {len(texts) / (tok + fwd):8.1f} sentences/s   (tokenize {tok * 1000:7.1f} ms, "
+              f"model + pooling {fwd * 1000:8.1f} ms)")
+    model_only = min(r[1] for r in results["transformers"]) / min(r[1] for r in results["minibert"])
+    print(f"ratio minibert / transformers (sentences per second): {best['transformers'] / best['minibert']:.2f} "
+          f"overall, {model_only:.2f} model only")
+    cosines = (ours[0].astype(np.float64) * theirs[0]).sum(axis=1)
+    print(f"agreement: min cosine between the two embeddings {cosines.min():.7f}")
+
+    if args.profile:
+        profile_forward(encoder, texts)
+
+
+def profile_forward(encoder, texts):
+    """Top functions by own time over one pass of the minibert model (tokenization excluded)."""
+    import cProfile
+    import pstats
+    ids = encoder.tokenize(texts)
+    profiler = cProfile.Profile()
+    order = sorted(range(len(texts)), key=lambda i: -len(ids[i]))
+    profiler.enable()
+    for start in range(0, len(order), args.batch_size):
+        rows = order[start:start + args.batch_size]
+        input_ids, mask = pad_batch([ids[i] for i in rows], encoder.pad_id)
+        encoder.body.forward(input_ids, None, mask)
+    profiler.disable()
+    pstats.Stats(profiler).sort_stats("tottime").print_stats(15)
+
+
+if __name__ == "__main__":
+    main()

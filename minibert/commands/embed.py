@@ -1,0 +1,80 @@
+"""`minibert embed`: sentence embeddings (mean pooling over the attention mask, L2-normalised by default).
+
+    minibert embed "A cat sat on the mat." "A dog ran."          JSON on stdout
+    minibert embed --input sentences.txt --out emb.npy          one text per line -> one row per line
+    minibert embed --model runs/my-bert "some text"             any BERT checkpoint folder with vocab.txt
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+
+def add_arguments(parser):
+    parser.add_argument("texts", nargs="*", metavar="TEXT", help="texts to embed (or use --input)")
+    parser.add_argument("--model", default="minilm",
+                        help="checkpoint folder (config.json, model.safetensors, vocab.txt), or 'minilm' for the "
+                             "built-in all-MiniLM-L6-v2 (default)")
+    parser.add_argument("--input", metavar="FILE",
+                        help="text file with one text per line ('-' for standard input); every line gives a row")
+    parser.add_argument("--out", metavar="FILE.npy",
+                        help="save the embeddings as a NumPy .npy array (N, H) instead of printing JSON")
+    parser.add_argument("--batch-size", type=int, default=32, help="texts per forward pass (default 32)")
+    parser.add_argument("--max-length", type=int, default=None,
+                        help="truncate texts to this many tokens (default: the model's, 256 for MiniLM)")
+    parser.add_argument("--no-normalize", dest="normalize", action="store_false",
+                        help="keep the raw mean-pooled vectors (default: scale each to length 1)")
+    parser.add_argument("--decimals", type=int, default=6, help="digits after the point in JSON (default 6)")
+
+
+def read_texts(args) -> list[str]:
+    if args.input and args.texts:
+        raise ValueError("give texts on the command line or --input FILE, not both")
+    if args.input:
+        if args.input == "-":
+            return sys.stdin.read().splitlines()
+        path = Path(args.input)
+        if not path.is_file():
+            raise FileNotFoundError(f"{path}: no such input file")
+        try:
+            return path.read_text(encoding="utf-8").splitlines()
+        except UnicodeDecodeError as e:
+            raise ValueError(f"{path}: not UTF-8 text ({e})") from None
+    if not args.texts:
+        raise ValueError("nothing to embed: give one or more texts, or --input FILE")
+    return list(args.texts)
+
+
+def run(args) -> int:
+    from minibert.embeddings import SentenceEncoder
+
+    # Check everything cheap before the model loads.
+    if args.batch_size < 1:
+        raise ValueError(f"--batch-size must be at least 1, got {args.batch_size}")
+    if args.out and Path(args.out).suffix != ".npy":
+        raise ValueError(f"--out {args.out}: expected a file name ending in .npy")
+    texts = read_texts(args)
+    encoder = SentenceEncoder.from_pretrained(args.model, max_length=args.max_length, normalize=args.normalize)
+    embeddings = encoder.encode(texts, batch_size=args.batch_size, progress=len(texts) > 4 * args.batch_size)
+
+    if args.out:
+        from minibert.io.atomic import atomic_path
+        with atomic_path(args.out) as tmp:
+            with open(tmp, "wb") as f:
+                np.save(f, embeddings, allow_pickle=False)
+        print(f"wrote {embeddings.shape[0]} embeddings of dimension {embeddings.shape[1]} to {args.out}",
+              file=sys.stderr)
+        return 0
+    result = {
+        "model": str(encoder.name_or_path),
+        "dimension": encoder.dimension,
+        "normalized": args.normalize,
+        "embeddings": [{"text": t, "embedding": [round(float(x), args.decimals) for x in e]}
+                       for t, e in zip(texts, embeddings)],
+    }
+    print(json.dumps(result, ensure_ascii=False))
+    return 0

@@ -1,0 +1,1 @@
+"""Data: built-in corpora and models shipped by pip packages, and dataset helpers."""

@@ -1,0 +1,215 @@
+"""Sentence embeddings: run BERT over a sentence and average its token vectors (mean pooling).
+
+This is the sentence-transformers recipe used by all-MiniLM-L6-v2:
+
+    h = BertModel(tokens).last_hidden_state                  (B, T, H)
+    e = sum_t mask[t] * h[t] / sum_t mask[t]                  (B, H)   padding does not count
+    e = e / |e|                                               (B, H)   so a dot product is the cosine
+
+Texts are tokenized first, sorted by length and batched, so each batch is padded only to its own longest
+text (far fewer wasted positions than padding everything to the longest text); the rows are put back in the
+caller's order at the end.
+
+    >>> enc = SentenceEncoder.from_pretrained("minilm")      # the built-in all-MiniLM-L6-v2
+    >>> enc.encode(["A cat sat.", "A dog ran."]).shape
+    (2, 384)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+BUILTIN_MODELS = ("minilm",)  # names accepted in place of a folder
+
+
+def resolve_model_dir(name_or_path: str | os.PathLike) -> Path:
+    """A checkpoint folder, or the built-in name "minilm" (all-MiniLM-L6-v2 from its pip package)."""
+    path = Path(name_or_path)
+    if path.is_dir():
+        return path
+    if str(name_or_path).lower() in BUILTIN_MODELS:
+        from minibert.data.builtin import minilm_dir
+        return minilm_dir()
+    raise FileNotFoundError(f"{name_or_path}: no such model folder (give a checkpoint folder with config.json, "
+                            f"model.safetensors and vocab.txt, or 'minilm' for the built-in all-MiniLM-L6-v2)")
+
+
+def mean_pool(last_hidden_state: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
+    """Average of the token vectors where attention_mask is 1. (B, T, H), (B, T) -> (B, H)."""
+    mask = attention_mask.astype(last_hidden_state.dtype)[:, :, None]  # (B, T, 1)
+    summed = (last_hidden_state * mask).sum(axis=1)  # (B, H)
+    counts = np.maximum(mask.sum(axis=1), 1e-9)  # (B, 1); as sentence-transformers, never divide by 0
+    return summed / counts
+
+
+def l2_normalize(x: np.ndarray, eps: float = 1e-12) -> np.ndarray:
+    """Rows scaled to length 1 (a zero row stays zero). (N, H) -> (N, H)."""
+    norms = np.linalg.norm(x, axis=-1, keepdims=True)
+    return x / np.maximum(norms, eps)
+
+
+def cosine_similarity(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Cosine of every row of a with every row of b: (N, H), (M, H) -> (N, M). 1-D inputs give a float."""
+    a2, b2 = np.atleast_2d(a).astype(np.float64), np.atleast_2d(b).astype(np.float64)
+    sims = l2_normalize(a2) @ l2_normalize(b2).T
+    return float(sims[0, 0]) if np.ndim(a) == 1 and np.ndim(b) == 1 else sims
+
+
+class SentenceEncoder:
+    """A BertModel + tokenizer that turns texts into one vector each (mean pooling, L2-normalised by default)."""
+
+    def __init__(self, model, tokenizer, max_length: int | None = None, normalize: bool = True):
+        config = model.config
+        vocab_size = len(tokenizer.vocab)
+        if vocab_size > config.vocab_size:
+            raise ValueError(f"the tokenizer has {vocab_size} tokens but the model's embedding matrix has only "
+                             f"{config.vocab_size} rows (vocab_size); they must come from the same checkpoint")
+        limit = config.max_position_embeddings
+        if max_length is not None and not 2 <= max_length <= limit:
+            raise ValueError(f"max_length must be in 2..{limit} (max_position_embeddings), got {max_length}")
+        self.model = model.eval()
+        # The encoder body: BertModel keeps it in .encoder, task models (pre-trained, fine-tuned) in .bert.
+        self.body = model.bert if hasattr(model, "bert") else model.encoder
+        self.tokenizer = tokenizer
+        self.max_length = max_length or limit
+        self.normalize = normalize
+        self.pad_id = tokenizer.pad_token_id or 0  # padded positions are masked out: any valid id will do
+        self.name_or_path = getattr(model, "name_or_path", None)
+
+    @property
+    def dimension(self) -> int:
+        return self.model.config.hidden_size
+
+    @classmethod
+    def from_pretrained(cls, name_or_path="minilm", dtype=np.float32, max_length: int | None = None,
+                        normalize: bool = True) -> "SentenceEncoder":
+        """Load a checkpoint folder (or "minilm"): config.json, model.safetensors, vocab.txt.
+
+        max_length defaults to sentence_bert_config.json's max_seq_length when present (256 for MiniLM, as
+        sentence-transformers truncates), else max_position_embeddings.
+        """
+        from minibert.config import BertConfig
+        from minibert.io.checkpoint import CheckpointWarning
+        from minibert.models import BertModel
+
+        folder = resolve_model_dir(name_or_path)
+        BertConfig.from_json_file(folder / "config.json")  # a bad config fails before the vocabulary is read
+        tokenizer = load_tokenizer(folder)
+        if max_length is None:
+            max_length = _sentence_transformers_max_length(folder)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", CheckpointWarning)
+            model = BertModel.from_pretrained(folder, dtype=dtype)
+        for w in caught:  # heads of a pre-training checkpoint are unused here, by design: say nothing about them
+            if not (issubclass(w.category, CheckpointWarning) and "not used by" in str(w.message)):
+                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+        if max_length is not None:
+            max_length = min(max_length, model.config.max_position_embeddings)
+        return cls(model, tokenizer, max_length=max_length, normalize=normalize)
+
+    def save_pretrained(self, folder) -> Path:
+        """Write the model (config.json, model.safetensors), the tokenizer (vocab.txt, tokenizer_config.json) and
+        sentence_bert_config.json (max_seq_length), so `from_pretrained(folder)` gives back this encoder."""
+        from minibert.io.atomic import atomic_write_text
+        folder = Path(folder)
+        self.model.save_pretrained(folder)
+        self.tokenizer.save_pretrained(folder)
+        atomic_write_text(folder / "sentence_bert_config.json",
+                          json.dumps({"max_seq_length": self.max_length, "do_lower_case": False}, indent=2) + "\n")
+        return folder
+
+    def tokenize(self, texts: list[str]) -> list[list[int]]:
+        ids = []
+        for i, text in enumerate(texts):
+            if not isinstance(text, str):
+                raise ValueError(f"text {i} is a {type(text).__name__}, expected a string")
+            ids.append(list(self.tokenizer.encode(text, max_length=self.max_length, truncation=True).input_ids))
+        return ids
+
+    def encode(self, texts, batch_size: int = 32, normalize: bool | None = None,
+               progress: bool = False) -> np.ndarray:
+        """Embeddings of `texts` (a string or a list of strings) as a (N, H) float array in input order."""
+        if isinstance(texts, str):
+            texts = [texts]
+        texts = list(texts)
+        if not isinstance(batch_size, int) or batch_size < 1:
+            raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
+        normalize = self.normalize if normalize is None else normalize
+        token_ids = self.tokenize(texts)
+        out = np.zeros((len(texts), self.dimension), dtype=self.model.dtype)  # (N, H)
+        # Longest first: the first batch shows the worst-case memory at once, and similar lengths share a batch.
+        order = sorted(range(len(texts)), key=lambda i: -len(token_ids[i]))
+        starts = range(0, len(order), batch_size)
+        if progress:
+            from tqdm import tqdm
+            starts = tqdm(starts, desc="embedding", unit="batch", disable=None)
+        for start in starts:
+            rows = order[start:start + batch_size]
+            input_ids, attention_mask = pad_batch([token_ids[i] for i in rows], self.pad_id)
+            hidden = self.body.forward(input_ids, None, attention_mask).last_hidden_state  # (b, T, H)
+            out[rows] = mean_pool(hidden, attention_mask)  # (b, H), written back to the callers' rows
+        self.body._cache = None  # the forward keeps activations for a backward we will not run: free them
+        return l2_normalize(out) if normalize else out
+
+    __call__ = encode
+
+    def similarity(self, a: str, b: str) -> float:
+        """Cosine similarity of two texts."""
+        ea, eb = self.encode([a, b], normalize=True)
+        return float(np.dot(ea.astype(np.float64), eb.astype(np.float64)))
+
+
+def pad_batch(sequences: list[list[int]], pad_id: int) -> tuple[np.ndarray, np.ndarray]:
+    """Right-pad token id lists to the longest: input_ids (B, T) int64 and attention_mask (B, T) int64."""
+    T = max(len(s) for s in sequences)
+    input_ids = np.full((len(sequences), T), pad_id, dtype=np.int64)  # (B, T)
+    attention_mask = np.zeros((len(sequences), T), dtype=np.int64)  # (B, T)
+    for row, s in enumerate(sequences):
+        input_ids[row, :len(s)] = s
+        attention_mask[row, :len(s)] = 1
+    return input_ids, attention_mask
+
+
+def load_tokenizer(folder: Path):
+    """The WordPiece tokenizer of a checkpoint folder; a clear error when vocab.txt is missing."""
+    vocab = Path(folder) / "vocab.txt"
+    if not vocab.is_file() and not (Path(folder) / "tokenizer.json").is_file():
+        raise FileNotFoundError(f"{vocab}: missing (and no tokenizer.json); a sentence encoder needs the tokenizer's "
+                                f"vocabulary next to the model (write it with tokenizer.save_pretrained(folder))")
+    from minibert.tokenizer import WordPieceTokenizer
+    return WordPieceTokenizer.from_pretrained(folder)
+
+
+def _sentence_transformers_max_length(folder: Path) -> int | None:
+    path = folder / "sentence_bert_config.json"
+    if not path.is_file():
+        return None
+    try:
+        value = json.loads(path.read_text(encoding="utf-8")).get("max_seq_length")
+    except (json.JSONDecodeError, AttributeError):
+        raise ValueError(f"{path}: not a valid JSON object") from None
+    if value is not None and (not isinstance(value, int) or value < 2):
+        raise ValueError(f"{path}: max_seq_length must be an integer >= 2, got {value!r}")
+    return value
+
+
+def encode_sentences(texts, model="minilm", tokenizer=None, batch_size: int = 32, normalize: bool = True,
+                     max_length: int | None = None, progress: bool = False) -> np.ndarray:
+    """Sentence embeddings (N, H) of `texts`, mean-pooled and (by default) L2-normalised.
+
+    `model` is a folder, "minilm", a SentenceEncoder, or a minibert BertModel together with `tokenizer`.
+    """
+    if isinstance(model, SentenceEncoder):
+        encoder = model
+    elif isinstance(model, (str, os.PathLike)):
+        encoder = SentenceEncoder.from_pretrained(model, max_length=max_length)
+    else:
+        if tokenizer is None:
+            raise ValueError("encode_sentences(model=<a model object>) also needs tokenizer=")
+        encoder = SentenceEncoder(model, tokenizer, max_length=max_length)
+    return encoder.encode(texts, batch_size=batch_size, normalize=normalize, progress=progress)
