@@ -23,6 +23,9 @@ def add_arguments(parser):
                         help="keep upper case and accents (do_lower_case=False); default: lowercase")
     parser.add_argument("--model-max-length", type=int, default=512,
                         help="longest input the model will take, saved in tokenizer_config.json (default: 512)")
+    parser.add_argument("--score", choices=("wordpiece", "frequency"), default="wordpiece",
+                        help="merge rule: 'wordpiece' = best count(ab)/(count(a) count(b)) (default); 'frequency' = "
+                             "most frequent pair (BPE's rule; better whole words for small vocabularies)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
 
 
@@ -40,7 +43,7 @@ def run(args) -> int:
     if out.exists() and not out.is_dir():
         raise ValueError(f"--out {out} exists and is not a folder")
     files = corpus_files(args.corpus)  # every file must exist before the long work starts
-    tok = train_wordpiece(files, vocab_size=args.vocab_size, min_frequency=args.min_frequency,
+    tok = train_wordpiece(files, vocab_size=args.vocab_size, min_frequency=args.min_frequency, score=args.score,
                           limit_alphabet=args.limit_alphabet, do_lower_case=not args.cased,
                           model_max_length=args.model_max_length, progress=not args.no_progress)
     tok.save_pretrained(out)

@@ -168,3 +168,21 @@ def test_round_trip_with_a_trained_vocabulary(summaries):
         assert tok.decode(ids) == expected
         checked += 1
     assert checked > 100
+
+
+def test_frequency_score_keeps_common_words_whole_where_the_ratio_spells_them_out():
+    # Common words plus 28 rare two-letter words (Cyrillic and Greek), each seen twice. Room for 6 merges:
+    # the ratio score takes rare pairs (count 2 / (2 * 2) = 0.5, against ~1/400 for "t ##h"); the frequency
+    # score makes "the" (2 merges) and "music" (4 merges).
+    letters = [chr(0x430 + i) for i in range(28)] + [chr(0x3B1 + i) for i in range(24)] + ["ж", "ф", "ц", "ш"]
+    rare = [letters[2 * i] + letters[2 * i + 1] for i in range(28)]
+    texts = ["the music"] * 300 + ["of the city"] * 100 + [" ".join(rare)] * 2
+    words = {w for t in texts for w in t.split()}
+    initial = {w[0] for w in words} | {"##" + ch for w in words for ch in w[1:]}
+    size = 5 + len(initial) + 6  # the special tokens, the alphabet, six merges
+    by_ratio = train_wordpiece(texts, vocab_size=size, progress=False, score="wordpiece")
+    by_frequency = train_wordpiece(texts, vocab_size=size, progress=False, score="frequency")
+    assert by_frequency.tokenize("the music") == ["the", "music"]
+    assert by_ratio.tokenize("the music") == ["t", "##h", "##e", "m", "##u", "##s", "##i", "##c"]
+    with pytest.raises(ValueError, match="score must be one of"):
+        train_wordpiece(texts, vocab_size=size, progress=False, score="bpe")
