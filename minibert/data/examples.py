@@ -1,0 +1,219 @@
+"""Turning documents of token ids into pre-training sequences, and batches of them.
+
+Two objectives:
+
+- `mlm+nsp`, BERT (google-research/bert, create_pretraining_data.py): `[CLS] A [SEP] B [SEP]`, where A is a run of
+  sentences from a document and B is, half the time, the sentences that really follow (NSP label 0) and,
+  otherwise, sentences from another, random document (label 1). With probability `short_seq_prob` a sequence
+  aims at a random shorter length, so the model also sees short inputs.
+- `mlm`, RoBERTa's FULL-SENTENCES: `[CLS] s1 s2 ... [SEP]` packed with whole sentences up to the length limit,
+  running on into the next document with an extra [SEP] between documents. No padding is wasted.
+
+Each epoch's examples are a deterministic function of (seed, epoch): a new pairing and a new order every epoch
+(google-research/bert gets the same effect by duplicating the data ten times), and a run resumed from a
+checkpoint sees exactly the examples it would have seen.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+OBJECTIVES = ("mlm", "mlm+nsp")
+EXAMPLES_STREAM = 1  # separates this random stream from the masking and dropout streams of the same seed
+
+
+@dataclass
+class Example:
+    tokens: np.ndarray   # (t,) int64, special tokens included
+    num_a: int           # tokens in segment A ([CLS] and its [SEP] included); the rest is segment B
+    is_random_next: int  # NSP label: 1 = B comes from another document, 0 = B really follows A, -1 = no NSP
+    doc: int             # the document A comes from
+    other_doc: int       # the document B comes from (== doc unless random), -1 when there is no B
+
+
+def truncate_pair(a: list, b: list, max_tokens: int, rng: np.random.Generator) -> None:
+    """Shorten the longer of a and b, one token at a time from a random end, until they fit (in place)."""
+    while len(a) + len(b) > max_tokens:
+        longer = a if len(a) > len(b) else b
+        if rng.random() < 0.5:
+            del longer[0]
+        else:
+            longer.pop()
+
+
+def nsp_examples(documents: list[list[np.ndarray]], max_seq_len: int, rng: np.random.Generator, cls_id: int,
+                 sep_id: int, short_seq_prob: float = 0.1) -> list[Example]:
+    """BERT's sentence-pair examples from every document, in document order (shuffle them afterwards).
+
+    One change from create_pretraining_data.py: there, a chunk of a single sentence always gets a random B,
+    which makes far more than half the pairs random on a corpus of short documents. Here the coin is tossed
+    first; when it says "real next" and the chunk is one sentence, that sentence is cut in two at a random
+    token (B still really follows A), so the labels stay 50/50.
+    """
+    if max_seq_len < 5:
+        raise ValueError(f"sequence length {max_seq_len} is too short for sentence pairs (need at least 5)")
+    max_tokens = max_seq_len - 3  # [CLS] A [SEP] B [SEP]
+    nonempty = [d for d, doc in enumerate(documents) if doc]
+    examples = []
+    for d, document in enumerate(documents):
+        target = max_tokens
+        if rng.random() < short_seq_prob:
+            target = int(rng.integers(2, max_tokens + 1))
+        chunk, length, i = [], 0, 0
+        while i < len(document):
+            chunk.append(document[i])
+            length += len(document[i])
+            if i == len(document) - 1 or length >= target:
+                a_end = int(rng.integers(1, len(chunk))) if len(chunk) >= 2 else 1
+                a = [t for s in chunk[:a_end] for t in s.tolist()]
+                random_next = len(nonempty) > 1 and rng.random() < 0.5
+                if random_next:
+                    other = d
+                    while other == d:
+                        other = nonempty[int(rng.integers(len(nonempty)))]
+                    b = _random_segment(documents[other], target - len(a), rng)
+                    i -= len(chunk) - a_end  # the unused sentences of this chunk start the next one
+                elif len(chunk) >= 2:
+                    other, b = d, [t for s in chunk[a_end:] for t in s.tolist()]
+                elif len(a) >= 2:
+                    cut = int(rng.integers(1, len(a)))
+                    other, a, b = d, a[:cut], a[cut:]
+                else:
+                    other, b = d, []  # a one-token document: no real next segment exists
+                truncate_pair(a, b, max_tokens, rng)
+                if a and b:
+                    tokens = np.array([cls_id, *a, sep_id, *b, sep_id], dtype=np.int64)
+                    examples.append(Example(tokens, len(a) + 2, int(random_next), d, other))
+                chunk, length = [], 0
+                target = max_tokens if rng.random() >= short_seq_prob else int(rng.integers(2, max_tokens + 1))
+            i += 1
+    return examples
+
+
+def _random_segment(document: list[np.ndarray], target_length: int, rng: np.random.Generator) -> list[int]:
+    """Sentences of `document` from a random start, until at least `target_length` tokens."""
+    start = int(rng.integers(len(document)))
+    b = []
+    for sentence in document[start:]:
+        b.extend(sentence.tolist())
+        if len(b) >= target_length:
+            break
+    return b
+
+
+def full_sentence_examples(documents: list[list[np.ndarray]], max_seq_len: int, rng: np.random.Generator,
+                           cls_id: int, sep_id: int) -> list[Example]:
+    """RoBERTa's FULL-SENTENCES packing over the documents in a random order (a long sentence is cut)."""
+    if max_seq_len < 3:
+        raise ValueError(f"sequence length {max_seq_len} is too short (need at least 3)")
+    max_tokens = max_seq_len - 2  # [CLS] ... [SEP]
+    examples, current, first_doc = [], [], -1
+
+    def flush():
+        nonlocal current
+        if current and current[-1] == sep_id:
+            current.pop()  # a document boundary at the very end: the closing [SEP] marks it already
+        if current:
+            tokens = np.array([cls_id, *current, sep_id], dtype=np.int64)
+            examples.append(Example(tokens, len(tokens), -1, first_doc, -1))
+        current = []
+
+    for d in rng.permutation(len(documents)).tolist():
+        for sentence in documents[d]:
+            pieces = sentence.tolist()
+            while pieces:
+                if len(current) + len(pieces) > max_tokens:
+                    if current:
+                        flush()
+                    else:  # a sentence longer than a whole sequence: cut it
+                        current, pieces = pieces[:max_tokens], pieces[max_tokens:]
+                        first_doc = d
+                        flush()
+                    continue
+                if not current:
+                    first_doc = d
+                current.extend(pieces)
+                pieces = []
+        if current and len(current) < max_tokens:
+            current.append(sep_id)  # the extra separator between documents
+    flush()
+    return examples
+
+
+def make_examples(documents, objective: str, max_seq_len: int, rng: np.random.Generator, cls_id: int,
+                  sep_id: int, short_seq_prob: float = 0.1) -> list[Example]:
+    """All examples of one pass over `documents`, in a random order."""
+    if objective == "mlm+nsp":
+        examples = nsp_examples(documents, max_seq_len, rng, cls_id, sep_id, short_seq_prob)
+    elif objective == "mlm":
+        examples = full_sentence_examples(documents, max_seq_len, rng, cls_id, sep_id)
+    else:
+        raise ValueError(f"unknown objective {objective!r}; expected one of {', '.join(OBJECTIVES)}")
+    order = rng.permutation(len(examples))
+    return [examples[i] for i in order]
+
+
+def collate(examples: list[Example], pad_id: int, seq_len: int | None = None) -> dict[str, np.ndarray]:
+    """Pad examples into a batch: input_ids, token_type_ids, attention_mask (B, T) and next_sentence_label (B,)."""
+    T = seq_len or max(len(e.tokens) for e in examples)
+    B = len(examples)
+    input_ids = np.full((B, T), pad_id, dtype=np.int64)
+    token_type_ids = np.zeros((B, T), dtype=np.int64)
+    attention_mask = np.zeros((B, T), dtype=np.int64)
+    for row, e in enumerate(examples):
+        n = len(e.tokens)
+        input_ids[row, :n] = e.tokens
+        token_type_ids[row, e.num_a:n] = 1
+        attention_mask[row, :n] = 1
+    labels = np.array([e.is_random_next for e in examples], dtype=np.int64)
+    return {"input_ids": input_ids, "token_type_ids": token_type_ids, "attention_mask": attention_mask,
+            "next_sentence_label": labels}
+
+
+class ExampleStream:
+    """An endless supply of examples, epoch after epoch; its position is two integers a checkpoint can keep."""
+
+    def __init__(self, documents, objective, max_seq_len, seed, cls_id, sep_id, short_seq_prob=0.1):
+        self.documents, self.objective, self.max_seq_len = documents, objective, max_seq_len
+        self.seed, self.cls_id, self.sep_id, self.short_seq_prob = seed, cls_id, sep_id, short_seq_prob
+        self.epoch, self.position = 0, 0
+        self._examples = self._build(0)
+        if not self._examples:
+            raise ValueError("the training documents gave no examples (every document is empty after "
+                             "tokenization?)")
+
+    def _build(self, epoch: int) -> list[Example]:
+        rng = np.random.default_rng([self.seed, EXAMPLES_STREAM, epoch])
+        return make_examples(self.documents, self.objective, self.max_seq_len, rng, self.cls_id, self.sep_id,
+                             self.short_seq_prob)
+
+    def __len__(self) -> int:
+        """Examples in the current epoch (it varies a little from epoch to epoch)."""
+        return len(self._examples)
+
+    def take(self, n: int) -> list[Example]:
+        batch = []
+        while len(batch) < n:
+            if self.position == len(self._examples):
+                self.epoch, self.position = self.epoch + 1, 0
+                self._examples = self._build(self.epoch)
+            batch.append(self._examples[self.position])
+            self.position += 1
+        return batch
+
+    def peek(self, n: int) -> list[Example]:
+        """Up to n of the next examples, without moving the position."""
+        return self._examples[self.position:self.position + n]
+
+    def state_dict(self) -> dict:
+        return {"epoch": self.epoch, "position": self.position}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.epoch, self.position = int(state["epoch"]), int(state["position"])
+        self._examples = self._build(self.epoch)
+        if self.position > len(self._examples):
+            raise ValueError(f"data position {self.position} is past the end of epoch {self.epoch} "
+                             f"({len(self._examples)} examples): the corpus or tokenizer changed since the "
+                             f"checkpoint was written")

@@ -1,0 +1,94 @@
+"""From a corpus name to token ids ready for pre-training: read, split, get a tokenizer, tokenize (all cached).
+
+    corpus files --read--> documents of sentences --split--> train / held-out documents
+                 --tokenizer (given, or trained on the training documents and cached)-->
+                 --token ids (cached as .npy in $MINIBERT_CACHE)--> PreparedData
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from minibert.data.cache import atomic_folder, cache_root, tokenize_corpus
+from minibert.data.corpus import Corpus, load_corpus, split_documents
+
+MIN_TRAIN_TOKENS = 64
+# Frequency merges: with only 8192 tokens, the WordPiece ratio score spends the vocabulary on rare names and
+# leaves common words spelled letter by letter (4.2 tokens per word on wiki, against 1.5 with frequency
+# merges); see minibert/tokenizer/trainer.py.
+TOKENIZER_SCORE = "frequency"
+
+
+@dataclass
+class PreparedData:
+    corpus: Corpus
+    tokenizer: object                     # a minibert WordPieceTokenizer
+    train_documents: list[list[np.ndarray]]
+    eval_documents: list[list[np.ndarray]]
+    train_tokens: int
+    eval_tokens: int
+    seconds: float                        # how long preparation took
+
+
+def trained_tokenizer_folder(corpus: Corpus, train_doc_ids: list[int], vocab_size: int) -> Path:
+    """Where the tokenizer trained on this corpus is cached. The key covers the corpus bytes, the training
+    documents, the vocabulary size and the trainer's source code (a fixed trainer gives a new vocabulary)."""
+    import minibert.tokenizer.trainer as trainer
+    h = hashlib.sha256()
+    h.update(corpus.fingerprint().encode())
+    h.update(np.asarray(train_doc_ids, dtype=np.int64).tobytes())
+    h.update(Path(trainer.__file__).read_bytes())
+    h.update(TOKENIZER_SCORE.encode())
+    return cache_root() / "tokenizers" / f"{corpus.name}-{vocab_size}-{h.hexdigest()[:16]}"
+
+
+def get_tokenizer(corpus: Corpus, train_doc_ids: list[int], tokenizer_dir: str | None, vocab_size: int,
+                  progress: bool = True, log=print):
+    from minibert.tokenizer import WordPieceTokenizer, train_wordpiece
+    if tokenizer_dir is not None:
+        return WordPieceTokenizer.from_pretrained(tokenizer_dir)
+    folder = trained_tokenizer_folder(corpus, train_doc_ids, vocab_size)
+    if (folder / "vocab.txt").exists():
+        log(f"tokenizer: cached {folder}")
+        return WordPieceTokenizer.from_pretrained(folder)
+    log(f"tokenizer: training a {vocab_size}-token WordPiece vocabulary on the training documents "
+        f"(cached for next time)")
+    texts = [sentence for d in train_doc_ids for sentence in corpus.documents[d]]
+    tokenizer = train_wordpiece(texts, vocab_size=vocab_size, progress=progress, score=TOKENIZER_SCORE)
+    with atomic_folder(folder) as tmp:
+        tokenizer.save_pretrained(tmp)
+    return tokenizer
+
+
+def check_tokenizer(tokenizer, where: str) -> None:
+    missing = [name for name in ("pad", "cls", "sep", "mask")
+               if getattr(tokenizer, f"{name}_token_id", None) is None]
+    if missing:
+        raise ValueError(f"tokenizer {where} has no {', '.join('[' + m.upper() + ']' for m in missing)} token; "
+                         f"pre-training needs [PAD], [CLS], [SEP] and [MASK] in vocab.txt")
+
+
+def prepare_data(sources, text_field="text", tokenizer_dir=None, vocab_size=8192, eval_fraction=0.02,
+                 cache=True, progress=True, log=print) -> PreparedData:
+    start = time.perf_counter()
+    corpus = load_corpus(sources, text_field)
+    train_ids, eval_ids = split_documents(corpus, eval_fraction)
+    log(f"corpus: {corpus.name}, {len(corpus.documents):,} documents, {corpus.num_words:,} words "
+        f"({len(eval_ids):,} documents held out for evaluation)")
+    tokenizer = get_tokenizer(corpus, train_ids, tokenizer_dir, vocab_size, progress, log)
+    check_tokenizer(tokenizer, tokenizer_dir or "(trained)")
+    tokens = tokenize_corpus(corpus, tokenizer, cache=cache, progress=progress)
+    train_docs = [d for d in tokens.documents(train_ids) if d]
+    eval_docs = [d for d in tokens.documents(eval_ids) if d]
+    n_train = sum(len(s) for d in train_docs for s in d)
+    n_eval = sum(len(s) for d in eval_docs for s in d)
+    if n_train < MIN_TRAIN_TOKENS or not eval_docs:
+        raise ValueError(f"corpus {corpus.name} is too small after tokenization: {n_train} training tokens and "
+                         f"{n_eval} held-out tokens (need at least {MIN_TRAIN_TOKENS} and 1)")
+    log(f"tokens: {n_train:,} for training, {n_eval:,} held out (vocabulary {len(tokenizer.vocab):,})")
+    return PreparedData(corpus, tokenizer, train_docs, eval_docs, n_train, n_eval, time.perf_counter() - start)

@@ -1,0 +1,86 @@
+"""Fill in [MASK] tokens with a masked-language model: what pre-training teaches, made visible.
+
+    from minibert.fill_mask import FillMask
+    fill = FillMask.from_pretrained("runs/mini-wiki-20250101-120000")   # a run folder or a model folder
+    fill("paris is the capital of [MASK].", top_k=5)
+    # [[{"token_str": "france", "score": 0.61, "token": 1234, "sequence": "paris is the capital of france."},
+    #   ...]]                                     one list per [MASK], best first (as Hugging Face's pipeline)
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+
+class FillMask:
+    def __init__(self, model, tokenizer):
+        if tokenizer.mask_token_id is None:
+            raise ValueError("the tokenizer has no [MASK] token")
+        self.model, self.tokenizer = model.eval(), tokenizer
+
+    @classmethod
+    def from_pretrained(cls, path: str | Path) -> "FillMask":
+        """Load a model folder (config.json, model.safetensors, vocab.txt) or a run folder's latest checkpoint."""
+        from minibert.models import BertForMaskedLM, BertForPreTraining
+        from minibert.tokenizer import WordPieceTokenizer
+        from minibert.training.run_dir import resolve_model_dir
+        folder = resolve_model_dir(path)
+        if not _has_mlm_head(folder):
+            raise ValueError(f"{folder}: the checkpoint has no masked-LM head (cls.predictions.*), so it cannot "
+                             f"fill in [MASK]s; use a model pre-trained with masked language modelling")
+        architectures = json.loads((folder / "config.json").read_text(encoding="utf-8")).get("architectures") or []
+        model_class = BertForPreTraining if "BertForPreTraining" in architectures else BertForMaskedLM
+        return cls(model_class.from_pretrained(folder), WordPieceTokenizer.from_pretrained(folder))
+
+    def __call__(self, text: str, top_k: int = 5) -> list[list[dict]]:
+        return fill_mask(self.model, self.tokenizer, text, top_k)
+
+
+def fill_mask(model, tokenizer, text: str, top_k: int = 5) -> list[list[dict]]:
+    """For each [MASK] in `text`, the `top_k` most likely tokens: {"token_str", "score", "token", "sequence"}."""
+    if top_k < 1:
+        raise ValueError(f"top_k must be at least 1, got {top_k}")
+    mask_id = tokenizer.mask_token_id
+    max_len = model.config.max_position_embeddings
+    ids = np.asarray(tokenizer.encode(text).input_ids, dtype=np.int64)  # (T,)
+    if len(ids) > max_len:
+        raise ValueError(f"the text has {len(ids)} tokens, more than the model's {max_len} positions")
+    positions = np.flatnonzero(ids == mask_id)  # (M,)
+    if len(positions) == 0:
+        raise ValueError(f"no {tokenizer.mask_token} in the text: write {tokenizer.mask_token} where a word should "
+                         f"be guessed, e.g. \"the cat sat on the {tokenizer.mask_token}.\"")
+    # Labels at the [MASK] positions make the model run its decoder only there: logits (M, V).
+    labels = np.full((1, len(ids)), -100, dtype=np.int64)
+    labels[0, positions] = ids[positions]
+    was_training = model.training
+    model.eval()
+    out = model.forward(ids[None, :], np.zeros((1, len(ids)), dtype=np.int64), None, labels=labels)
+    model.train(was_training)
+    logits = out.prediction_logits.astype(np.float64)  # (M, V)
+    probs = np.exp(logits - logits.max(axis=-1, keepdims=True))
+    probs /= probs.sum(axis=-1, keepdims=True)
+    probs[:, sorted(set(tokenizer.all_special_ids))] = -1.0  # never suggest [PAD], [CLS], [SEP], [MASK], [UNK]
+
+    hidden = (tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.pad_token_id)  # other [MASK]s stay visible
+    results = []
+    for row, position in enumerate(positions):
+        best = np.argsort(-probs[row], kind="stable")[:top_k]
+        guesses = []
+        for token_id in best.tolist():
+            filled = ids.copy()
+            filled[position] = token_id
+            shown = [t for t in filled.tolist() if t not in hidden]
+            guesses.append({"token_str": tokenizer.decode([token_id], skip_special_tokens=False),
+                            "score": float(probs[row, token_id]), "token": int(token_id),
+                            "sequence": tokenizer.decode(shown, skip_special_tokens=False)})
+        results.append(guesses)
+    return results
+
+
+def _has_mlm_head(folder: Path) -> bool:
+    from minibert.io.checkpoint import TensorSource
+    return any(name.startswith(("cls.predictions.", "lm_head.")) or ".predictions." in name
+               for name in TensorSource(folder).names())

@@ -1,0 +1,166 @@
+"""The fine-tuning loop: tokenize once, then epochs of AdamW steps with warmup + linear decay, weight decay and
+gradient clipping; after each epoch, evaluate and keep the best checkpoint.
+
+Batches are padded only to their own longest sequence (dynamic padding), so short texts cost little; evaluation
+batches are sorted by length for the same reason.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from minibert.finetune.data import Examples
+from minibert.finetune.metrics import classification_metrics
+from minibert.optim import AdamW, clip_grad_norm, linear_warmup_decay
+
+SELECT_METRICS = ("accuracy", "macro_f1")
+
+
+@dataclass
+class Settings:
+    epochs: int = 3
+    lr: float = 3e-5
+    batch_size: int = 32
+    max_length: int = 128
+    warmup_ratio: float = 0.1  # share of all steps spent warming up
+    weight_decay: float = 0.01
+    max_grad_norm: float = 1.0
+    seed: int = 0
+    select_metric: str = "accuracy"  # which eval number decides the best epoch
+    progress: bool = True
+
+    def validate(self):
+        for name in ("epochs", "batch_size", "max_length"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(self, name)}")
+        if not self.lr > 0:
+            raise ValueError(f"--lr must be positive, got {self.lr}")
+        if not 0.0 <= self.warmup_ratio < 1.0:
+            raise ValueError(f"--warmup-ratio must be in [0, 1), got {self.warmup_ratio}")
+        if self.weight_decay < 0 or self.max_grad_norm < 0:
+            raise ValueError("--weight-decay and --max-grad-norm must be >= 0")
+        if self.select_metric not in SELECT_METRICS:
+            raise ValueError(f"unknown selection metric {self.select_metric!r}; expected {SELECT_METRICS}")
+
+
+# ---------------------------------------------------------------------------- tokens and batches
+def encode_examples(tokenizer, examples: Examples, max_length: int, progress: bool = False) -> list:
+    """Token ids and token type ids of every example, truncated to max_length (pairs: longest first)."""
+    from tqdm import tqdm
+
+    pairs = examples.text_pairs or [None] * len(examples)
+    encoded = []
+    for text, pair in tqdm(zip(examples.texts, pairs), total=len(examples), desc="tokenizing", unit="ex",
+                           disable=not progress or len(examples) < 2000, leave=False):
+        e = tokenizer.encode(text, text_pair=pair, max_length=max_length, truncation=True)
+        encoded.append((np.asarray(e.input_ids, dtype=np.int64), np.asarray(e.token_type_ids, dtype=np.int64)))
+    return encoded
+
+
+def collate(encoded: list, indices, pad_id: int):
+    """Pad the chosen examples to the longest of them: input_ids, token_type_ids, attention_mask, each (B, T)."""
+    T = max(len(encoded[i][0]) for i in indices)
+    B = len(indices)
+    input_ids = np.full((B, T), pad_id, dtype=np.int64)
+    token_type_ids = np.zeros((B, T), dtype=np.int64)
+    attention_mask = np.zeros((B, T), dtype=np.int64)
+    for row, i in enumerate(indices):
+        ids, types = encoded[i]
+        input_ids[row, :len(ids)] = ids
+        token_type_ids[row, :len(ids)] = types
+        attention_mask[row, :len(ids)] = 1
+    return input_ids, token_type_ids, attention_mask
+
+
+def predict_logits(model, encoded: list, pad_id: int, batch_size: int = 64, progress: bool = False,
+                   desc: str = "evaluating") -> np.ndarray:
+    """(N, C) logits in eval mode (no dropout), batches of similar length."""
+    from tqdm import tqdm
+
+    model.eval()
+    order = np.argsort([len(ids) for ids, _ in encoded], kind="stable")  # similar lengths -> little padding
+    logits = np.empty((len(encoded), model.num_labels), dtype=model.dtype)  # (N, C)
+    for start in tqdm(range(0, len(order), batch_size), desc=desc, unit="batch", disable=not progress, leave=False):
+        chosen = order[start:start + batch_size]
+        logits[chosen] = model.forward(*collate(encoded, chosen, pad_id)).logits
+    model.bert._cache = None  # no backward follows: free the activations
+    return logits
+
+
+def softmax(logits: np.ndarray) -> np.ndarray:
+    z = logits - logits.max(axis=-1, keepdims=True)
+    p = np.exp(z)
+    return p / p.sum(axis=-1, keepdims=True)
+
+
+def evaluate(model, encoded, y: np.ndarray, label_names, pad_id, batch_size=64, progress=False,
+             desc="evaluating") -> dict:
+    """Metrics (accuracy, macro-F1, per class, confusion matrix) and the mean cross-entropy."""
+    logits = predict_logits(model, encoded, pad_id, batch_size, progress, desc).astype(np.float64)
+    probs = softmax(logits)
+    metrics = classification_metrics(y, logits.argmax(axis=-1), label_names)
+    metrics["loss"] = float(-np.log(np.maximum(probs[np.arange(len(y)), y], 1e-300)).mean())
+    return metrics
+
+
+# ---------------------------------------------------------------------------- the loop
+def train_classifier(model, train_encoded, y_train, eval_encoded, y_eval, label_names, settings: Settings,
+                     pad_id: int, on_best=None, log=print) -> dict:
+    """Fine-tune `model` in place. After each epoch: evaluate; when the selection metric improves, remember the
+    parameters and call `on_best(model, epoch, metrics)` (which saves the checkpoint). At the end the best
+    parameters are put back into the model. Returns {"history": [...], "best_epoch", "best", "train_time_s"}."""
+    from tqdm import tqdm
+
+    settings.validate()
+    N, B = len(train_encoded), settings.batch_size
+    steps_per_epoch = math.ceil(N / B)
+    total_steps = steps_per_epoch * settings.epochs
+    warmup_steps = int(settings.warmup_ratio * total_steps)
+    optimizer = AdamW(model.params, model.grads, lr=settings.lr, weight_decay=settings.weight_decay)
+    rng = np.random.default_rng([settings.seed, 2])  # batch order; the model's own rng draws dropout masks
+    history, best, best_params, best_epoch = [], None, None, None
+    step, start = 0, time.perf_counter()
+    for epoch in range(1, settings.epochs + 1):
+        model.train()
+        order = rng.permutation(N)
+        losses, correct = [], 0
+        bar = tqdm(range(steps_per_epoch), desc=f"epoch {epoch}/{settings.epochs}", unit="step",
+                   disable=not settings.progress)
+        for b in bar:
+            chosen = order[b * B:(b + 1) * B]
+            out = model.forward(*collate(train_encoded, chosen, pad_id), labels=y_train[chosen])
+            if not math.isfinite(out.loss):
+                raise ValueError(f"epoch {epoch}, step {step}: the training loss is {out.loss}; lower --lr")
+            model.backward()
+            clip_grad_norm(model.grads, settings.max_grad_norm)
+            optimizer.step(lr=linear_warmup_decay(step, settings.lr, warmup_steps, total_steps))
+            model.zero_grad()
+            step += 1
+            losses.append(out.loss)
+            correct += int((out.logits.argmax(-1) == y_train[chosen]).sum())
+            bar.set_postfix(loss=f"{np.mean(losses[-20:]):.4f}")
+        bar.close()
+        metrics = evaluate(model, eval_encoded, y_eval, label_names, pad_id, progress=settings.progress)
+        record = {"epoch": epoch, "train_loss": float(np.mean(losses)), "train_accuracy": correct / N,
+                  "eval_loss": metrics["loss"], "eval_accuracy": metrics["accuracy"],
+                  "eval_macro_f1": metrics["macro_f1"], "elapsed_s": round(time.perf_counter() - start, 1)}
+        history.append(record)
+        score = metrics[settings.select_metric]
+        improved = best is None or score > best[settings.select_metric] or (
+            score == best[settings.select_metric] and metrics["loss"] < best["loss"])
+        log(f"epoch {epoch}: train loss {record['train_loss']:.4f}, eval loss {metrics['loss']:.4f}, "
+            f"accuracy {metrics['accuracy']:.4f}, macro-F1 {metrics['macro_f1']:.4f}"
+            f"{' (best so far)' if improved else ''}")
+        if improved:
+            best, best_epoch = metrics, epoch
+            best_params = {k: p.copy() for k, p in model.params.items()}
+            if on_best is not None:
+                on_best(model, epoch, metrics)
+    for name, p in best_params.items():
+        model.params[name][...] = p
+    return {"history": history, "best_epoch": best_epoch, "best": best,
+            "train_time_s": round(time.perf_counter() - start, 1)}

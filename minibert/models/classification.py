@@ -1,0 +1,190 @@
+"""BertForSequenceClassification: BERT + one linear layer on the pooled [CLS] vector.
+
+This is BERT's whole recipe for transfer: take the pre-trained body, add a classifier
+
+    logits = dropout(pooler_output) W^T + b          W "classifier.weight" (C, H), b "classifier.bias" (C,)
+
+and fine-tune every parameter on the labelled task. Names are Hugging Face's (the body under "bert."), so a
+saved model loads in `transformers.BertForSequenceClassification` unchanged.
+
+The loss depends on `problem_type`, as in Hugging Face:
+- "single_label_classification": cross-entropy over C classes, labels are class ids (B,)
+- "regression":                  mean squared error, labels are floats (B,) or (B, C)
+- "multi_label_classification":  binary cross-entropy with logits, labels are 0/1 floats (B, C)
+When the config does not say, it is inferred from num_labels and the labels' dtype, as Hugging Face does.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+
+from minibert.layers.dropout import dropout_backward, dropout_forward
+from minibert.layers.linear import linear_backward, linear_forward
+from minibert.layers.loss import cross_entropy_backward, cross_entropy_forward
+from minibert.models.base import Model
+from minibert.models.bert import BertEncoder, bert_param_shapes
+from minibert.models.checks import check_labels
+from minibert.models.outputs import ModelOutput
+
+PROBLEM_TYPES = ("single_label_classification", "regression", "multi_label_classification")
+
+
+def labels_from_config(config) -> dict[int, str] | None:
+    """The config's id2label as {int: str} (config.json stores the keys as strings), or None."""
+    id2label = config.extra.get("id2label")
+    if not id2label:
+        return None
+    try:
+        mapping = {int(k): str(v) for k, v in id2label.items()}
+    except (AttributeError, TypeError, ValueError):
+        raise ValueError(f"config id2label must map class ids to names, got {id2label!r}"[:200]) from None
+    if sorted(mapping) != list(range(len(mapping))):
+        raise ValueError(f"config id2label must have the ids 0..{len(mapping) - 1}, got {sorted(mapping)}")
+    return mapping
+
+
+class BertForSequenceClassification(Model):
+    base_prefix = "bert."
+
+    def __init__(self, config, num_labels=None, seed=0, dtype=np.float32):
+        """num_labels: the number of classes C. None: len(config id2label) if the config has one, else 2.
+
+        A num_labels that disagrees with the config's id2label replaces the names by LABEL_0..LABEL_{C-1}
+        (what Hugging Face does); `set_labels` gives them real names.
+        """
+        config = copy.deepcopy(config)  # the label names are written into it; never change the caller's
+        names = labels_from_config(config)
+        if num_labels is None:
+            num_labels = len(names) if names else int(config.extra.get("num_labels", 2))
+        if isinstance(num_labels, bool) or not isinstance(num_labels, (int, np.integer)) or num_labels < 1:
+            raise ValueError(f"num_labels must be a positive integer, got {num_labels!r}")
+        self.num_labels = int(num_labels)
+        if names is None or len(names) != self.num_labels:
+            names = {i: f"LABEL_{i}" for i in range(self.num_labels)}
+        self._write_labels(config, names)
+        problem_type = config.extra.get("problem_type")
+        if problem_type is not None and problem_type not in PROBLEM_TYPES:
+            raise ValueError(f"config problem_type {problem_type!r} is not supported; expected one of "
+                             f"{', '.join(PROBLEM_TYPES)}")
+        dropout = config.extra.get("classifier_dropout")
+        self.classifier_dropout = config.hidden_dropout_prob if dropout is None else float(dropout)
+        if not 0.0 <= self.classifier_dropout < 1.0:
+            raise ValueError(f"config classifier_dropout must be in [0, 1), got {dropout!r}")
+        super().__init__(config, seed=seed, dtype=dtype)
+        self.bert = BertEncoder(self, "bert.", pooler=True)
+        self._cache = None
+
+    def param_shapes(self):
+        shapes = bert_param_shapes(self.config, "bert.", pooler=True)
+        shapes["classifier.weight"] = (self.num_labels, self.config.hidden_size)
+        shapes["classifier.bias"] = (self.num_labels,)
+        return shapes
+
+    # ---------------------------------------------------------------- label names
+    @staticmethod
+    def _write_labels(config, names: dict[int, str]):
+        config.extra["id2label"] = {str(i): names[i] for i in range(len(names))}
+        config.extra["label2id"] = {names[i]: i for i in range(len(names))}
+        config.extra["architectures"] = ["BertForSequenceClassification"]
+        config.extra.pop("num_labels", None)  # implied by id2label, as in Hugging Face's config.json
+
+    @property
+    def id2label(self) -> dict[int, str]:
+        return labels_from_config(self.config)
+
+    @property
+    def label2id(self) -> dict[str, int]:
+        return {name: i for i, name in self.id2label.items()}
+
+    def set_labels(self, names):
+        """Name the classes: names[i] is the name of class i (written to config.json as id2label/label2id)."""
+        names = [str(n) for n in names]
+        if len(names) != self.num_labels:
+            raise ValueError(f"set_labels got {len(names)} names for a model with {self.num_labels} classes")
+        if len(set(names)) != len(names):
+            raise ValueError(f"label names must be distinct, got {names}")
+        self._write_labels(self.config, dict(enumerate(names)))
+
+    @property
+    def problem_type(self) -> str | None:
+        return self.config.extra.get("problem_type")
+
+    def _resolve_problem_type(self, labels: np.ndarray) -> str:
+        if self.problem_type is not None:
+            return self.problem_type
+        # Hugging Face's rule, applied on every call (it stores the first answer in the config; we store it
+        # only when fine-tuning sets it explicitly, so one odd batch cannot change the model's loss for good).
+        if self.num_labels == 1:
+            return "regression"
+        if np.issubdtype(labels.dtype, np.integer):
+            return "single_label_classification"
+        return "multi_label_classification"
+
+    # ---------------------------------------------------------------- forward / backward
+    def forward(self, input_ids, token_type_ids=None, attention_mask=None, labels=None, output_attentions=False,
+                output_hidden_states=False):
+        out = self.bert.forward(input_ids, token_type_ids, attention_mask, output_attentions, output_hidden_states)
+        pooled = out.pooler_output  # (B, H)
+        x, drop_mask = dropout_forward(pooled, self.classifier_dropout, self.rng, self.training)  # (B, H)
+        logits, c_lin = linear_forward(x, self.params["classifier.weight"], self.params["classifier.bias"])  # (B, C)
+        loss, c_loss = None, None
+        if labels is not None:
+            loss, c_loss = self._loss_forward(logits, np.asarray(labels))
+        self._cache = (drop_mask, c_lin, c_loss)
+        return ModelOutput(loss=loss, logits=logits, attentions=out.attentions, hidden_states=out.hidden_states)
+
+    __call__ = forward
+
+    def backward(self, loss_scale=1.0, dlogits=None):
+        """Accumulate d(loss_scale * loss)/d(param) into `grads`.
+
+        After a forward with labels, the gradient of its loss; or, with `dlogits` (B, C), the gradient of any
+        loss whose derivative w.r.t. the logits is given (distillation, custom losses).
+        """
+        if self._cache is None:
+            raise ValueError("backward() needs a forward() first")
+        drop_mask, c_lin, c_loss = self._cache
+        if dlogits is None:
+            if c_loss is None:
+                raise ValueError("backward() needs a forward() with labels, or dlogits")
+            dlogits = self._loss_backward(c_loss, loss_scale)  # (B, C)
+        else:
+            dlogits = np.asarray(dlogits, dtype=self.dtype) * loss_scale
+        dx = linear_backward(dlogits, c_lin, self.params["classifier.weight"], self.grads["classifier.weight"],
+                             self.grads["classifier.bias"])  # (B, H)
+        dpooled = dropout_backward(dx, drop_mask)  # (B, H)
+        self.bert.backward(None, dpooled)
+        self._cache = None
+
+    # ---------------------------------------------------------------- losses
+    def _loss_forward(self, logits, labels):
+        B, C = logits.shape
+        kind = self._resolve_problem_type(labels)
+        if kind == "single_label_classification":
+            labels = check_labels(labels.reshape(-1) if labels.size == B else labels, (B,), C, "labels")
+            loss, c = cross_entropy_forward(logits, labels)
+            return loss, (kind, c)
+        target = labels.astype(self.dtype).reshape(B, C) if labels.size == B * C else None
+        if target is None:
+            raise ValueError(f"labels for {kind} must have {B * C} values (batch {B} x {C} classes), "
+                             f"got shape {labels.shape}")
+        if kind == "regression":
+            diff = logits - target  # (B, C)
+            return float(np.mean(diff * diff)), (kind, diff)
+        # multi-label: mean over B*C of BCE(sigmoid(z), y) = softplus(z) - y z, written to never overflow:
+        # softplus(z) = max(z, 0) + log(1 + exp(-|z|))
+        loss = np.maximum(logits, 0) - logits * target + np.log1p(np.exp(-np.abs(logits)))  # (B, C)
+        sigmoid = 1.0 / (1.0 + np.exp(-logits))  # (B, C)
+        return float(loss.mean()), (kind, (sigmoid, target))
+
+    def _loss_backward(self, c_loss, loss_scale):
+        kind, c = c_loss
+        if kind == "single_label_classification":
+            return cross_entropy_backward(c, loss_scale)
+        if kind == "regression":
+            diff = c
+            return (diff * (2.0 * loss_scale / diff.size)).astype(self.dtype)  # d mean(d^2) / d logits
+        sigmoid, target = c
+        return ((sigmoid - target) * (loss_scale / sigmoid.size)).astype(self.dtype)  # d mean(BCE) / d logits

@@ -1,0 +1,1 @@
+"""Pre-training: the training loop (pretrain.py), evaluation, metrics, checkpoints and run folders."""

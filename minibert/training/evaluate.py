@@ -1,0 +1,79 @@
+"""Held-out evaluation with fixed examples and fixed masks, so numbers from different steps (and runs with the
+same data) are comparable: the only thing that changes between two evaluations is the model."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from minibert.data.examples import collate, make_examples
+
+EVAL_SEED = 1234  # fixed: independent of the run's --seed
+
+
+def build_eval_batches(documents, objective, seq_len, batch_size, masker, cls_id, sep_id, pad_id,
+                       max_examples=512, short_seq_prob=0.1) -> list[dict]:
+    """Masked batches (input_ids, labels, ...) of at most `max_examples` held-out sequences.
+
+    Each sequence is masked with its own generator, seeded by its index, so the masks do not depend on the
+    batch size: runs with different --batch-size are evaluated on exactly the same task.
+    """
+    rng = np.random.default_rng([EVAL_SEED, 0])
+    examples = make_examples(documents, objective, seq_len, rng, cls_id, sep_id, short_seq_prob)[:max_examples]
+    batches = []
+    for start in range(0, len(examples), batch_size):
+        chunk = examples[start:start + batch_size]
+        batch = collate(chunk, pad_id)
+        batch["labels"] = np.full_like(batch["input_ids"], -100)
+        for row, example in enumerate(chunk):
+            n = len(example.tokens)
+            masked, labels = masker(example.tokens[None, :], np.random.default_rng([EVAL_SEED, 1, start + row]))
+            batch["input_ids"][row, :n], batch["labels"][row, :n] = masked[0], labels[0]
+        batches.append(batch)
+    return batches
+
+
+def evaluate(model, batches, use_nsp: bool) -> dict:
+    """MLM loss (mean over all masked tokens), perplexity, masked-token accuracy, and NSP loss/accuracy."""
+    was_training = model.training
+    model.eval()
+    mlm_loss_sum = nsp_loss_sum = 0.0
+    n_masked = n_correct = n_pairs = n_nsp_correct = 0
+    for batch in batches:
+        out = model.forward(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"],
+                            labels=batch["labels"],
+                            next_sentence_label=batch["next_sentence_label"] if use_nsp else None)
+        targets = batch["labels"].reshape(-1)[out.masked_positions]  # (M,)
+        mlm_loss_sum += float(out.mlm_loss) * len(targets)
+        n_correct += int((out.prediction_logits.argmax(axis=-1) == targets).sum())
+        n_masked += len(targets)
+        if use_nsp:
+            nsl = batch["next_sentence_label"]
+            nsp_loss_sum += float(out.nsp_loss) * len(nsl)
+            n_nsp_correct += int((out.seq_relationship_logits.argmax(axis=-1) == nsl).sum())
+            n_pairs += len(nsl)
+    model.train(was_training)
+    mlm_loss = mlm_loss_sum / max(1, n_masked)
+    metrics = {"mlm_loss": mlm_loss, "ppl": math.exp(min(mlm_loss, 700.0)), "mlm_acc": n_correct / max(1, n_masked),
+               "masked_tokens": n_masked}
+    if use_nsp:
+        metrics["nsp_loss"] = nsp_loss_sum / max(1, n_pairs)
+        metrics["nsp_acc"] = n_nsp_correct / max(1, n_pairs)
+        metrics["loss"] = metrics["mlm_loss"] + metrics["nsp_loss"]
+    else:
+        metrics["loss"] = mlm_loss
+    return metrics
+
+
+def most_frequent_token_accuracy(train_documents, batches, vocab_size: int) -> tuple[int, float]:
+    """The baseline a model must beat: always guess the training text's most frequent token.
+    Returns (that token's id, its accuracy on the held-out masked positions)."""
+    counts = np.zeros(vocab_size, dtype=np.int64)
+    for doc in train_documents:
+        for sentence in doc:
+            counts += np.bincount(sentence, minlength=vocab_size)
+    top = int(counts.argmax())
+    labels = np.concatenate([b["labels"].reshape(-1) for b in batches])
+    labels = labels[labels != -100]
+    return top, float((labels == top).mean()) if len(labels) else 0.0

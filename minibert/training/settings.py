@@ -1,0 +1,113 @@
+"""Every setting of a pre-training run, in one dataclass saved as JSON in the run folder and every checkpoint.
+
+`--resume` reads them back, so a resumed run continues with exactly the settings it started with.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+from minibert.config import PRESETS
+from minibert.data.examples import OBJECTIVES
+
+# Options that only change what is printed or where files go: allowed to differ on --resume.
+COSMETIC = ("quiet", "runs_dir", "name", "resume", "keep_checkpoints", "plot")
+
+
+@dataclass
+class PretrainSettings:
+    # ---- data
+    corpus: list[str] = field(default_factory=lambda: ["wiki"])
+    text_field: str = "text"
+    tokenizer: str | None = None         # a folder with vocab.txt; None: train one on the corpus (cached)
+    vocab_size: int = 8192               # of the tokenizer trained when none is given
+    eval_fraction: float = 0.02          # of the documents held out (ptb keeps its own valid split)
+    eval_examples: int = 512             # held-out sequences evaluated each time (fixed masks)
+    # ---- model and objective
+    config: str = "mini"                 # a preset name or a config.json path
+    objective: str = "mlm"               # "mlm" (RoBERTa full sentences) or "mlm+nsp" (BERT sentence pairs)
+    dropout: float | None = 0.0          # hidden and attention dropout; None keeps the config's value
+    seq_len: int | None = None           # None: min(128, max_position_embeddings)
+    mask_prob: float = 0.15
+    whole_word_mask: bool = False
+    short_seq_prob: float = 0.1          # mlm+nsp only: share of sequences aimed at a random shorter length
+    # ---- optimisation
+    batch_size: int = 32
+    grad_accum: int = 1
+    steps: int | None = None             # total optimizer steps; None: as many as fit in `minutes`
+    minutes: float = 13.0                # training-time budget when `steps` is not given
+    lr: float = 1e-3
+    warmup: float = 0.05                 # warmup length as a fraction of the total steps
+    weight_decay: float = 0.01
+    betas: tuple[float, float] = (0.9, 0.98)
+    eps: float = 1e-6
+    clip: float = 1.0                    # global gradient-norm limit (0: no clipping)
+    seed: int = 0
+    # ---- bookkeeping
+    log_every: int = 10                  # steps per train line in metrics.jsonl (losses averaged over them)
+    eval_every: int | None = None        # None: about 10 evaluations per run
+    save_every: int | None = None        # None: about 4 checkpoints per run
+    keep_checkpoints: int = 2            # older step-XXXXXX folders are deleted (0: keep all)
+    runs_dir: str = "runs"
+    name: str | None = None              # run folder name; None: <config>-<corpus>-<date>-<time>
+    plot: bool = True
+    quiet: bool = False
+    resume: str | None = None
+
+    def validate(self) -> None:
+        """One clear ValueError for any bad setting, before data preparation starts."""
+        positive = ("vocab_size", "eval_examples", "batch_size", "grad_accum", "log_every")
+        for name in positive:
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 1:
+                raise ValueError(f"--{name.replace('_', '-')} must be a positive integer, got {value!r}")
+        for name in ("steps", "eval_every", "save_every", "seq_len"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, int) or value < 1):
+                raise ValueError(f"--{name.replace('_', '-')} must be a positive integer, got {value!r}")
+        if self.steps is None and not self.minutes > 0:
+            raise ValueError(f"--minutes must be positive, got {self.minutes!r}")
+        if self.objective not in OBJECTIVES:
+            raise ValueError(f"--objective must be one of {', '.join(OBJECTIVES)}, got {self.objective!r}")
+        if self.config not in PRESETS and not self.config.endswith(".json"):
+            raise ValueError(f"--config must be one of {', '.join(PRESETS)} or a config.json file, got "
+                             f"{self.config!r}")
+        if self.config in PRESETS and self.seq_len is not None and self.seq_len > PRESETS[self.config][5]:
+            raise ValueError(f"--seq-len {self.seq_len} is longer than the max_position_embeddings of "
+                             f"--config {self.config} ({PRESETS[self.config][5]})")
+        if not 0.0 < self.mask_prob < 1.0:
+            raise ValueError(f"--mask-prob must be between 0 and 1, got {self.mask_prob}")
+        if self.dropout is not None and not 0.0 <= self.dropout < 1.0:
+            raise ValueError(f"--dropout must be in [0, 1), got {self.dropout}")
+        if not self.lr > 0:
+            raise ValueError(f"--lr must be positive, got {self.lr}")
+        if not 0.0 <= self.warmup < 1.0:
+            raise ValueError(f"--warmup is a fraction of the steps, in [0, 1), got {self.warmup}")
+        if not 0.0 < self.eval_fraction < 1.0:
+            raise ValueError(f"--eval-fraction must be between 0 and 1, got {self.eval_fraction}")
+        if not 0.0 <= self.short_seq_prob <= 1.0:
+            raise ValueError(f"--short-seq-prob must be in [0, 1], got {self.short_seq_prob}")
+        if self.keep_checkpoints < 0:
+            raise ValueError(f"--keep-checkpoints must be >= 0, got {self.keep_checkpoints}")
+
+    def to_dict(self) -> dict:
+        d = dataclasses.asdict(self)
+        d["betas"] = list(self.betas)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict, source: str = "settings") -> "PretrainSettings":
+        names = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(d) - names)
+        if unknown:
+            raise ValueError(f"{source}: unknown settings {', '.join(unknown)} (written by a newer minibert?)")
+        d = dict(d)
+        if "betas" in d:
+            d["betas"] = tuple(d["betas"])
+        return cls(**d)
+
+    def differences(self, other: "PretrainSettings") -> list[str]:
+        """Names of the settings (other than cosmetic ones) whose values differ."""
+        return [f.name for f in dataclasses.fields(self)
+                if f.name not in COSMETIC and getattr(self, f.name) != getattr(other, f.name)]

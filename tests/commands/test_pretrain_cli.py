@@ -1,0 +1,53 @@
+"""`minibert pretrain` from the command line: a whole (tiny) run, the time budget, and --help."""
+
+import json
+
+import pytest
+
+from minibert.cli import main
+from pretrain_helpers import synthetic_documents, write_corpus
+
+
+@pytest.fixture
+def corpus(tmp_path, monkeypatch):
+    monkeypatch.setenv("MINIBERT_CACHE", str(tmp_path / "cache"))
+    return write_corpus(tmp_path / "animals.txt", synthetic_documents(80))
+
+
+def test_a_tiny_run_prints_held_out_numbers_and_fill_mask_examples(tmp_path, corpus, capsys):
+    code = main(["pretrain", "--corpus", str(corpus), "--config", "tiny", "--vocab-size", "200", "--seq-len", "32",
+                 "--batch-size", "8", "--steps", "6", "--objective", "mlm+nsp", "--runs-dir", str(tmp_path / "runs"),
+                 "--quiet"])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "masked-token accuracy" in out and "perplexity" in out and "next-sentence accuracy" in out
+    assert "fill-mask:" in out and "paris is the capital of [MASK]." in out
+    (run,) = (tmp_path / "runs").iterdir()
+    assert run.name.startswith("tiny-animals-")
+    assert (run / "training.png").exists() or "no training.png" in out
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["steps"] == 6 and "nsp_acc" in summary["eval"]
+
+
+def test_minutes_budget_measures_step_time_and_plans_the_steps(tmp_path, corpus, capsys):
+    code = main(["pretrain", "--corpus", str(corpus), "--config", "tiny", "--vocab-size", "200", "--seq-len", "32",
+                 "--batch-size", "8", "--minutes", "0.04", "--runs-dir", str(tmp_path / "runs"), "--name", "budget",
+                 "--quiet", "--no-plot", "--no-examples"])
+    assert code == 0
+    out = capsys.readouterr().out
+    checkpoints = tmp_path / "runs" / "budget" / "checkpoints"
+    latest = checkpoints / (checkpoints / "latest").read_text().strip()
+    state = json.loads((latest / "training_state" / "state.json").read_text())
+    plan = state["plan"]
+    assert plan["total_steps"] >= 1 and plan["peak_lr"] == 1e-3
+    assert "s per step measured" in out
+
+
+def test_help_explains_the_main_options(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["pretrain", "--help"])
+    assert e.value.code == 0
+    text = capsys.readouterr().out
+    for option in ("--corpus", "--minutes", "--steps", "--resume", "--objective", "--whole-word-mask",
+                   "--grad-accum", "--config", "--tokenizer"):
+        assert option in text

@@ -1,0 +1,35 @@
+import numpy as np
+
+from minibert.data.cache import cache_root, tokenize_corpus
+from minibert.data.corpus import load_corpus
+from minibert.data.prepare import prepare_data
+from pretrain_helpers import synthetic_documents, write_corpus
+
+
+def test_token_ids_are_cached_as_plain_npy_and_reused(tmp_path, monkeypatch):
+    monkeypatch.setenv("MINIBERT_CACHE", str(tmp_path / "cache"))
+    path = write_corpus(tmp_path / "c.txt", synthetic_documents(60))
+    first = prepare_data([str(path)], vocab_size=120, progress=False, log=lambda *a: None)
+    tok = first.tokenizer
+    entries = list((cache_root() / "tokens").iterdir())
+    assert len(entries) == 1 and len(list((cache_root() / "tokenizers").iterdir())) == 1
+    for name in ("ids.npy", "sentence_starts.npy", "doc_starts.npy"):
+        np.load(entries[0] / name, allow_pickle=False)  # plain arrays, no pickle
+    corpus = load_corpus(str(path))
+    cached = tokenize_corpus(corpus, tok, progress=False)
+    assert isinstance(cached.ids, np.memmap)  # read from disk, not recomputed
+    fresh = tokenize_corpus(corpus, tok, cache=False, progress=False)
+    assert (np.asarray(cached.ids) == fresh.ids).all()
+    assert (cached.sentence_starts == fresh.sentence_starts).all() and (cached.doc_starts == fresh.doc_starts).all()
+    assert cached.num_documents == len(corpus.documents)
+    assert cached.document(0)[0].tolist() == tok.convert_tokens_to_ids(tok.tokenize(corpus.documents[0][0]))
+
+    # the second preparation reuses the trained tokenizer (same vocabulary) and the token ids
+    second = prepare_data([str(path)], vocab_size=120, progress=False, log=lambda *a: None)
+    assert second.tokenizer.ids_to_tokens == tok.ids_to_tokens
+    assert len(list((cache_root() / "tokens").iterdir())) == 1
+
+    # changed text: a new entry
+    write_corpus(path, synthetic_documents(60, seed=1))
+    prepare_data([str(path)], vocab_size=120, progress=False, log=lambda *a: None)
+    assert len(list((cache_root() / "tokens").iterdir())) == 2

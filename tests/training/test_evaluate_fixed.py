@@ -1,0 +1,47 @@
+"""Held-out evaluation is a fixed task: same examples and masks every time, whatever the batch size."""
+
+import numpy as np
+import pytest
+
+from minibert.config import BertConfig
+from minibert.data.masking import Masker
+from minibert.models import BertForPreTraining
+from minibert.training.evaluate import build_eval_batches, evaluate, most_frequent_token_accuracy
+
+CLS, SEP, PAD, MASK = 2, 3, 0, 4
+
+
+def documents(seed=0):
+    rng = np.random.default_rng(seed)
+    return [[rng.integers(5, 60, size=rng.integers(3, 12)) for _ in range(rng.integers(1, 5))] for _ in range(40)]
+
+
+def rows(batches, key):
+    """Every sequence's unpadded values of `key`, in order."""
+    out = []
+    for b in batches:
+        for row in range(len(b[key])):
+            out.append(b[key][row, :int(b["attention_mask"][row].sum())].tolist())
+    return out
+
+
+@pytest.mark.parametrize("objective", ["mlm", "mlm+nsp"])
+def test_masks_and_metrics_do_not_depend_on_the_batch_size(objective):
+    masker = Masker(60, MASK, [PAD, 1, CLS, SEP, MASK])
+    small = build_eval_batches(documents(), objective, 24, 4, masker, CLS, SEP, PAD, max_examples=30)
+    large = build_eval_batches(documents(), objective, 24, 7, masker, CLS, SEP, PAD, max_examples=30)
+    assert rows(small, "input_ids") == rows(large, "input_ids") and rows(small, "labels") == rows(large, "labels")
+    assert sum(len(b["input_ids"]) for b in small) == 30
+    model = BertForPreTraining(BertConfig.preset("tiny", vocab_size=60, max_position_embeddings=24), seed=0)
+    a = evaluate(model, small, use_nsp=objective == "mlm+nsp")
+    b = evaluate(model, large, use_nsp=objective == "mlm+nsp")
+    assert a["masked_tokens"] == b["masked_tokens"] > 0
+    for key in a:
+        assert a[key] == pytest.approx(b[key], rel=1e-5), key
+    assert model.training  # evaluation puts the model back in training mode
+
+
+def test_most_frequent_token_baseline():
+    docs = [[np.array([7, 7, 7, 9])], [np.array([7, 8])]]
+    batches = [{"labels": np.array([[-100, 7, 9, -100], [7, 8, -100, -100]])}]
+    assert most_frequent_token_accuracy(docs, batches, vocab_size=10) == (7, 0.5)
