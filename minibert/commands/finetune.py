@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import time
 from pathlib import Path
 
 DEFAULT_MAX_LENGTH = 128
+FEW_STEPS = 300  # below this many optimizer steps, fine-tuning from a general model often stays at the majority class
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -69,6 +71,8 @@ transformers.BertForSequenceClassification.from_pretrained(OUT)."""
                             "hidden_dropout_prob, attention_probs_dropout_prob)")
     model.add_argument("--select-metric", choices=("accuracy", "macro_f1"), default="accuracy",
                        help="eval number that picks the best epoch (default accuracy)")
+    model.add_argument("--no-group-by-length", action="store_true",
+                       help="fully random batches (default: batches of similar lengths, which saves padding)")
     model.add_argument("--seed", type=int, default=0, help="seed of the split, batch order, dropout, new head")
     out = parser.add_argument_group("output")
     out.add_argument("--out", metavar="DIR",
@@ -193,7 +197,7 @@ def run(args) -> int:
     settings = Settings(epochs=args.epochs, lr=args.lr, batch_size=args.batch_size, max_length=max_length,
                         warmup_ratio=args.warmup_ratio, weight_decay=args.weight_decay,
                         max_grad_norm=args.max_grad_norm, seed=args.seed, select_metric=args.select_metric,
-                        progress=not args.no_progress)
+                        group_by_length=not args.no_group_by_length, progress=not args.no_progress)
     settings.validate()
     if args.dropout is not None and not 0.0 <= args.dropout < 1.0:
         raise ValueError(f"--dropout must be in [0, 1), got {args.dropout}")
@@ -223,6 +227,11 @@ def run(args) -> int:
          if ex is not None}
     truncated = sum(len(ids) >= max_length for ids, _ in encoded["train"])
     log(f"tokens: max length {max_length}; {truncated} of {len(train)} training examples reach it (truncated)")
+    steps = math.ceil(len(train) / settings.batch_size) * settings.epochs
+    if steps < FEW_STEPS:
+        log(f"note: only {steps} optimizer steps ({len(train)} examples, --epochs {settings.epochs}, --batch-size "
+            f"{settings.batch_size}); a small data set usually needs more, e.g. --epochs 10 --batch-size 8 "
+            f"(see docs/finetuning.md)")
 
     # ---- train; the best epoch is saved as it happens, so an interrupted run still leaves a model
     def save_best(model, epoch, metrics):

@@ -43,8 +43,13 @@ def load_for_finetuning(checkpoint: Path, label_names: list[str], seed: int = 0,
             del loaded
     for w in caught:
         message = str(w.message)
-        if "newly initialised" in message and all(part in CLASSIFIER for part in _listed(message)):
-            continue  # the new head is the point of fine-tuning: say it our way below
+        if "newly initialised" in message:
+            # The new head is the point of fine-tuning (said our way below); anything else missing is news.
+            others = [part for part in _listed(message) if part not in CLASSIFIER]
+            if others:
+                log(f"warning: {checkpoint}: {', '.join(others)} not in the checkpoint: newly initialised, "
+                    f"trained from scratch now")
+            continue
         if "not used" in message and all(part.startswith(("cls.", "...")) for part in _listed(message)):
             log("note: the checkpoint's pre-training heads (cls.*) are not part of a classifier; left out")
             continue

@@ -31,6 +31,7 @@ class Settings:
     max_grad_norm: float = 1.0
     seed: int = 0
     select_metric: str = "accuracy"  # which eval number decides the best epoch
+    group_by_length: bool = True  # batches of similar lengths: less padding, same examples per epoch
     progress: bool = True
 
     def validate(self):
@@ -107,6 +108,24 @@ def evaluate(model, encoded, y: np.ndarray, label_names, pad_id, batch_size=64, 
     return metrics
 
 
+def training_batches(lengths: np.ndarray, batch_size: int, rng, group_by_length: bool) -> list[np.ndarray]:
+    """One epoch's batches (arrays of example indices) in random order.
+
+    group_by_length: shuffle, cut into chunks of 8 batches, sort each chunk by length and cut it into batches.
+    A batch is then padded to a length close to its examples' own, while which examples meet in a batch still
+    changes from epoch to epoch (Hugging Face's group_by_length does the same with larger chunks)."""
+    order = rng.permutation(len(lengths))
+    if not group_by_length:
+        return [order[i:i + batch_size] for i in range(0, len(order), batch_size)]
+    chunk_size = 8 * batch_size
+    batches = []
+    for start in range(0, len(order), chunk_size):
+        chunk = order[start:start + chunk_size]
+        chunk = chunk[np.argsort(lengths[chunk], kind="stable")]
+        batches.extend(chunk[i:i + batch_size] for i in range(0, len(chunk), batch_size))
+    return [batches[i] for i in rng.permutation(len(batches))]
+
+
 # ---------------------------------------------------------------------------- the loop
 def train_classifier(model, train_encoded, y_train, eval_encoded, y_eval, label_names, settings: Settings,
                      pad_id: int, on_best=None, log=print) -> dict:
@@ -124,14 +143,13 @@ def train_classifier(model, train_encoded, y_train, eval_encoded, y_eval, label_
     rng = np.random.default_rng([settings.seed, 2])  # batch order; the model's own rng draws dropout masks
     history, best, best_params, best_epoch = [], None, None, None
     step, start = 0, time.perf_counter()
+    lengths = np.array([len(ids) for ids, _ in train_encoded])  # (N,)
     for epoch in range(1, settings.epochs + 1):
         model.train()
-        order = rng.permutation(N)
+        batches = training_batches(lengths, B, rng, settings.group_by_length)
         losses, correct = [], 0
-        bar = tqdm(range(steps_per_epoch), desc=f"epoch {epoch}/{settings.epochs}", unit="step",
-                   disable=not settings.progress)
-        for b in bar:
-            chosen = order[b * B:(b + 1) * B]
+        bar = tqdm(batches, desc=f"epoch {epoch}/{settings.epochs}", unit="step", disable=not settings.progress)
+        for chosen in bar:
             out = model.forward(*collate(train_encoded, chosen, pad_id), labels=y_train[chosen])
             if not math.isfinite(out.loss):
                 raise ValueError(f"epoch {epoch}, step {step}: the training loss is {out.loss}; lower --lr")

@@ -101,7 +101,10 @@ def test_sentence_pairs_and_eval_split(tmp_path, capsys):
                "--text-pair-column", "hypothesis", "--label-column", "y", "--eval-split", "0.25", "--epochs", "1",
                "--batch-size", "8", "--dropout", "0.2", "--out", str(tmp_path / "out"), "--json", "--no-progress"])
     assert rc == 0
-    summary = json.loads(capsys.readouterr().out)
+    captured = capsys.readouterr()
+    summary = json.loads(captured.out)
+    # 30 examples, batch 8, 1 epoch: 4 steps, far too few, and the user is told what to change
+    assert "note: only 4 optimizer steps" in captured.err and "--epochs 10" in captured.err
     config = json.loads((tmp_path / "out" / "config.json").read_text())
     assert config["hidden_dropout_prob"] == config["classifier_dropout"] == 0.2
     assert summary["num_train"] == 30 and summary["num_eval"] == 10 and summary["test"] is None

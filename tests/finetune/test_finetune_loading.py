@@ -60,3 +60,16 @@ def test_load_classifier_refuses_a_plain_body(tmp_path):
         warnings.simplefilter("ignore")
         with pytest.raises(ValueError, match="no id2label: this is not a fine-tuned classifier"):
             load_classifier(body)
+
+
+def test_a_checkpoint_without_pooler_gets_one_with_a_warning(tmp_path):
+    from minibert.config import BertConfig
+    from minibert.models.pretraining import BertForMaskedLM
+    config = BertConfig(vocab_size=30, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                        intermediate_size=32, max_position_embeddings=16)
+    BertForMaskedLM(config).save_pretrained(tmp_path / "mlm")
+    logs = []
+    model = load_for_finetuning(tmp_path / "mlm", ["a", "b"], log=logs.append)
+    warned = [line for line in logs if line.startswith("warning:")]
+    assert len(warned) == 1 and "bert.pooler.dense.weight" in warned[0] and "classifier" not in warned[0]
+    assert np.abs(model.params["bert.pooler.dense.weight"]).max() > 0  # initialised, not left at zero
