@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from minibert.viz.model_select import MODEL_CLASSES, build_model, model_class_name, resolve_config
+from minibert.viz.model_select import add_config_arguments, build_model, config_from_args, model_class_name
 
 
 def add_arguments(parser):
@@ -11,22 +11,13 @@ def add_arguments(parser):
         "MLM head, NSP head, total). The numbers come from building the model and grouping its parameters by "
         "name, so they always match the code. The MLM decoder reuses the word-embedding matrix (tied weights): "
         "it is shown once, with a note.")
-    source = parser.add_mutually_exclusive_group()
-    source.add_argument("--config", default=None,
-                        help="a preset (tiny, mini, small, base, large) or a config.json file or folder "
-                             "(default: mini)")
-    source.add_argument("--model", default=None, metavar="DIR",
-                        help="a model folder, a pre-training run folder or 'minilm' (reads its config.json)")
-    parser.add_argument("--model-class", choices=MODEL_CLASSES, default=None,
-                        help="which model to count (default: the folder's 'architectures', else "
-                             "BertForPreTraining)")
+    add_config_arguments(parser, model_note="reads its config.json", class_what="which model to count")
     parser.add_argument("--vocab-size", type=int, default=None,
                         help="override the config's vocabulary size (e.g. to match your tokenizer)")
 
 
 def run(args) -> int:
-    config_arg = args.config if (args.config or args.model) else "mini"
-    config, source = resolve_config(config_arg, args.model)
+    config, source = config_from_args(args)
     if args.vocab_size is not None:
         if args.vocab_size < 1:
             raise ValueError(f"--vocab-size must be a positive integer, got {args.vocab_size}")

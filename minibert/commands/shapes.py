@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from minibert.viz.model_select import MODEL_CLASSES, build_model, model_class_name, resolve_config
+from minibert.viz.model_select import add_config_arguments, build_model, config_from_args, model_class_name
 
 
 def add_arguments(parser):
@@ -11,15 +11,7 @@ def add_arguments(parser):
         "shape of its output written with letters (B batch, T tokens, H hidden, A heads, D head size, "
         "F feed-forward, V vocabulary) and in numbers, and the parameters of each stage. The shapes are "
         "recorded while a small random batch really runs through the model, so they always match the code.")
-    source = parser.add_mutually_exclusive_group()
-    source.add_argument("--config", default=None,
-                        help="a preset (tiny, mini, small, base, large) or a config.json file or folder "
-                             "(default: mini)")
-    source.add_argument("--model", default=None, metavar="DIR",
-                        help="a model folder, a pre-training run folder or 'minilm' (its config.json; weights are "
-                             "not needed for shapes)")
-    parser.add_argument("--model-class", choices=MODEL_CLASSES, default=None,
-                        help="which model (default: the folder's 'architectures', else BertForPreTraining)")
+    add_config_arguments(parser, model_note="its config.json; weights are not needed for shapes")
     parser.add_argument("--batch-size", type=int, default=3, help="B, sequences in the batch (default 3)")
     parser.add_argument("--seq-len", type=int, default=None,
                         help="T, tokens per sequence (default 10, at most max_position_embeddings)")
@@ -28,8 +20,7 @@ def add_arguments(parser):
 
 
 def run(args) -> int:
-    config_arg = args.config if (args.config or args.model) else "mini"
-    config, source = resolve_config(config_arg, args.model)
+    config, source = config_from_args(args)
     seq_len = args.seq_len if args.seq_len is not None else min(10, config.max_position_embeddings)
     # Check the sizes before building a (possibly large) model.
     if args.batch_size < 1:

@@ -9,6 +9,26 @@ from minibert.config import PRESETS, BertConfig
 MODEL_CLASSES = ("BertForPreTraining", "BertForMaskedLM", "BertModel")
 
 
+def add_config_arguments(parser, model_note: str, class_what: str = "which model") -> None:
+    """The options that say which BERT a command describes: --config PRESET|FILE or --model DIR (one of
+    them), and --model-class. Read them back with config_from_args."""
+    source = parser.add_mutually_exclusive_group()
+    source.add_argument("--config", default=None,
+                        help="a preset (tiny, mini, small, base, large) or a config.json file or folder "
+                             "(default: mini)")
+    source.add_argument("--model", default=None, metavar="DIR",
+                        help=f"a model folder, a pre-training run folder or 'minilm' ({model_note})")
+    parser.add_argument("--model-class", choices=MODEL_CLASSES, default=None,
+                        help=f"{class_what} (default: the folder's 'architectures', else BertForPreTraining)")
+
+
+def config_from_args(args) -> tuple[BertConfig, str]:
+    """(config, where it came from) for the options of add_config_arguments; the mini preset if neither
+    --config nor --model is given."""
+    config_arg = args.config if (args.config or args.model) else "mini"
+    return resolve_config(config_arg, args.model)
+
+
 def resolve_config(config_arg: str | None = None, model_dir: str | None = None) -> tuple[BertConfig, str]:
     """Return (config, a short description of where it came from).
 

@@ -6,10 +6,9 @@ import json
 import numpy as np
 import pytest
 
-from minibert import BertConfig, BertModel
 from minibert.cli import main
 from minibert.embeddings import SentenceEncoder
-from minibert.tokenizer import WordPieceTokenizer
+from tiny_checkpoint import make_tiny_checkpoint
 
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + "the cat sat on mat a dog ran fast ##s".split() + \
     list("bcdefghijklmnopqrstuvwxyz")
@@ -17,16 +16,8 @@ VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + "the cat sat on mat a d
 
 @pytest.fixture(scope="module")
 def model_dir(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("tiny-embed")
-    config = BertConfig.preset("tiny", vocab_size=len(VOCAB), max_position_embeddings=16, hidden_size=16,
-                               num_attention_heads=2, intermediate_size=24)
-    model = BertModel(config, seed=0)
-    rng = np.random.default_rng(0)
-    for p in model.params.values():
-        p += rng.normal(0, 0.1, p.shape).astype(p.dtype)
-    model.save_pretrained(folder)
-    WordPieceTokenizer(VOCAB).save_pretrained(folder)
-    return folder
+    return make_tiny_checkpoint(tmp_path_factory.mktemp("tiny-embed"), VOCAB, hidden_size=16,
+                                num_attention_heads=2, intermediate_size=24)
 
 
 @pytest.fixture(scope="module")

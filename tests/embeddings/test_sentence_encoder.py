@@ -6,10 +6,11 @@ import warnings
 import numpy as np
 import pytest
 
-from minibert import BertConfig, BertForPreTraining, BertModel
+from minibert import BertForPreTraining, BertModel
 from minibert.embeddings import (SentenceEncoder, cosine_similarity, encode_sentences, l2_normalize, mean_pool,
                                  pad_batch)
 from minibert.tokenizer import WordPieceTokenizer
+from tiny_checkpoint import make_tiny_checkpoint
 
 WORDS = "the cat dog sat ran on mat fast slow big small house tree ##s ##ed ##ing".split()
 VOCAB = list(dict.fromkeys(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + WORDS + list("abcdefghijklmnopqrstuvwxyz")
@@ -18,16 +19,9 @@ TEXTS = ["the cat sat on the mat", "a dog", "big trees and small houses ran fast
          "a slow dog sat on a big mat near the small house"]
 
 
-def make_checkpoint(folder, cls=BertModel, vocab=VOCAB, seed=0):
-    config = BertConfig.preset("tiny", vocab_size=len(VOCAB), max_position_embeddings=16, hidden_size=32,
-                               num_attention_heads=4, intermediate_size=48)
-    model = cls(config, seed=seed)
-    rng = np.random.default_rng(seed)
-    for p in model.params.values():
-        p += rng.normal(0, 0.1, p.shape).astype(p.dtype)
-    model.save_pretrained(folder)
-    WordPieceTokenizer(vocab).save_pretrained(folder)
-    return folder
+def make_checkpoint(folder, cls=BertModel, seed=0):
+    return make_tiny_checkpoint(folder, VOCAB, cls=cls, seed=seed, hidden_size=32, num_attention_heads=4,
+                                intermediate_size=48)
 
 
 @pytest.fixture(scope="module")
