@@ -41,11 +41,7 @@ def run(args) -> int:
     check_layer_head(BertConfig.from_json_file(model_dir), args.layer, args.head)
     if out is not None:
         from minibert.viz.mpl import require_matplotlib
-        try:
-            require_matplotlib()
-        except ImportError as e:
-            print(f"minibert attention: error: {e}", file=sys.stderr)
-            return 2
+        require_matplotlib()  # before the model loads; cli.main turns its ImportError into one line
     model, tokenizer = load_model_and_tokenizer(model_dir, args.tokenizer)
     result = compute_attention(model, tokenizer, args.text, args.pair)
     if result.note:

@@ -60,12 +60,8 @@ def run(args) -> int:
         raise ValueError(f"need at least 3 words the vocabulary knows to draw a 2-D picture, got "
                          f"{len(wv.words)}: {', '.join(wv.words) or '(none)'}")
     coords, explained = pca_2d(wv.vectors)
-    try:
-        plot_embeddings(coords, wv.words, explained, out,
-                        title=f"word embeddings of {model_label(model_dir)}, PCA to 2-D")
-    except ImportError as e:
-        print(f"minibert embed-plot: error: {e}", file=sys.stderr)
-        return 2
+    plot_embeddings(coords, wv.words, explained, out,
+                    title=f"word embeddings of {model_label(model_dir)}, PCA to 2-D")
     width = max(len(w) for w in wv.words)
     print(f"{'word':<{width}}  {'pieces':<24}  nearest (cosine)")
     for word, pieces, (j, sim) in zip(wv.words, wv.pieces, cosine_neighbours(wv.vectors)):

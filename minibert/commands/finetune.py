@@ -134,11 +134,14 @@ def _prepare_data(args, log):
     return train, eval_, test, label_names, source
 
 
+def _out_path(args) -> Path:
+    """--out, or runs/finetune-<task or training file name>."""
+    return Path(args.out) if args.out else Path("runs") / f"finetune-{args.task or Path(args.train).stem}"
+
+
 def _out_dir(args) -> Path:
-    if args.out:
-        out = Path(args.out)
-    else:
-        out = Path("runs") / f"finetune-{args.task or Path(args.train).stem}"
+    """The output folder, checked: a folder (or nothing yet) without a model unless --overwrite."""
+    out = _out_path(args)
     if out.exists() and not out.is_dir():
         raise FileExistsError(f"--out {out}: exists and is not a folder")
     if (out / "model.safetensors").exists() and not args.overwrite:
@@ -184,8 +187,7 @@ def run(args) -> int:
     if args.baseline_only:  # no model involved: nothing else to check
         from minibert.finetune.baseline import _import_sklearn
         _import_sklearn()
-        out = Path(args.out) if args.out else Path("runs") / f"finetune-{args.task or Path(args.train).stem}"
-        return _baseline_only(args, train, eval_, test, label_names, source, out, started, log)
+        return _baseline_only(args, train, eval_, test, label_names, source, _out_path(args), started, log)
     checkpoint, tokenizer_dir = resolve_model(args.model)
     config = BertConfig.from_json_file(checkpoint)
     max_length = args.max_length

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 
@@ -22,11 +21,7 @@ def run(args) -> int:
     out = Path(args.out) if args.out else metrics.path.parent / "training.png"
     if out.suffix.lower() != ".png":
         raise ValueError(f"--out {out}: expected a .png file name")
-    try:
-        plot_training_curves(metrics, out, title=args.title)
-    except ImportError as e:
-        print(f"minibert plot: error: {e}", file=sys.stderr)
-        return 2
+    plot_training_curves(metrics, out, title=args.title)
     print(summary(metrics))
     print(f"wrote {out}")
     return 0

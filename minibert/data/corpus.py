@@ -36,13 +36,17 @@ class Corpus:
     files: list[Path]              # the files the text came from (their bytes key the token cache)
     eval_documents: set[int] = field(default_factory=set)  # indices of held-out documents, when predefined
     settings: dict = field(default_factory=dict)           # reading options that change the documents
+    _fingerprint: str | None = field(default=None, init=False, repr=False, compare=False)  # hashed once
 
     @property
     def num_words(self) -> int:
         return sum(len(s.split()) for doc in self.documents for s in doc)
 
     def fingerprint(self) -> str:
-        """A hash of the input files' bytes and the reading options: the key of everything cached from them."""
+        """A hash of the input files' bytes and the reading options: the key of everything cached from them.
+        Computed on the first call only (the files are read whole), so every user in a run sees the same key."""
+        if self._fingerprint is not None:
+            return self._fingerprint
         h = hashlib.sha256()
         h.update(json.dumps({"name": self.name, "settings": self.settings}, sort_keys=True).encode())
         for path in self.files:
@@ -50,7 +54,8 @@ class Corpus:
             with open(path, "rb") as f:
                 for block in iter(lambda: f.read(1 << 20), b""):
                     h.update(block)
-        return h.hexdigest()[:16]
+        self._fingerprint = h.hexdigest()[:16]
+        return self._fingerprint
 
 
 def load_corpus(sources: str | list[str], text_field: str = "text") -> Corpus:

@@ -58,9 +58,7 @@ def nsp_examples(documents: list[list[np.ndarray]], max_seq_len: int, rng: np.ra
     nonempty = [d for d, doc in enumerate(documents) if doc]
     examples = []
     for d, document in enumerate(documents):
-        target = max_tokens
-        if rng.random() < short_seq_prob:
-            target = int(rng.integers(2, max_tokens + 1))
+        target = _target_length(max_tokens, short_seq_prob, rng)
         chunk, length, i = [], 0, 0
         while i < len(document):
             chunk.append(document[i])
@@ -87,9 +85,17 @@ def nsp_examples(documents: list[list[np.ndarray]], max_seq_len: int, rng: np.ra
                     tokens = np.array([cls_id, *a, sep_id, *b, sep_id], dtype=np.int64)
                     examples.append(Example(tokens, len(a) + 2, int(random_next), d, other))
                 chunk, length = [], 0
-                target = max_tokens if rng.random() >= short_seq_prob else int(rng.integers(2, max_tokens + 1))
+                target = _target_length(max_tokens, short_seq_prob, rng)
             i += 1
     return examples
+
+
+def _target_length(max_tokens: int, short_seq_prob: float, rng: np.random.Generator) -> int:
+    """How many tokens the next pair aims for: max_tokens, or with probability short_seq_prob a random shorter
+    length (so the model also sees short inputs, as at fine-tuning time)."""
+    if rng.random() < short_seq_prob:
+        return int(rng.integers(2, max_tokens + 1))
+    return max_tokens
 
 
 def _random_segment(document: list[np.ndarray], target_length: int, rng: np.random.Generator) -> list[int]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-IGNORE_INDEX = -100
+from minibert.layers.loss import IGNORE_INDEX  # labels the loss skips: unmasked positions
 
 
 class Masker:

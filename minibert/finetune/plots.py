@@ -6,23 +6,21 @@ from pathlib import Path
 
 import numpy as np
 
-from minibert.io.atomic import atomic_path
+from minibert.viz.mpl import new_figure, save_figure
 
 
 def save_confusion_matrix(cm, label_names, path, title="confusion matrix") -> Path | None:
     """Write a PNG: rows true class, columns predicted; colour = share of the row, text = count.
     Returns the path, or None when matplotlib is not installed."""
-    try:
-        import matplotlib
-        matplotlib.use("Agg")  # files only, no window
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return None
     cm = np.asarray(cm)
     C = len(label_names)
     row_share = cm / np.maximum(cm.sum(axis=1, keepdims=True), 1)  # (C, C) recall-normalised
     size = 2.5 + 0.55 * C
-    fig, ax = plt.subplots(figsize=(size + 1.5, size))
+    try:
+        fig = new_figure((size + 1.5, size))
+    except ImportError:
+        return None
+    ax = fig.subplots()
     image = ax.imshow(row_share, cmap="Blues", vmin=0.0, vmax=1.0)
     fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04, label="share of the true class")
     ax.set_xticks(range(C), labels=label_names, rotation=45, ha="right")
@@ -35,9 +33,6 @@ def save_confusion_matrix(cm, label_names, path, title="confusion matrix") -> Pa
             if cm[t, p]:
                 ax.text(p, t, str(cm[t, p]), ha="center", va="center", fontsize=8,
                         color="white" if row_share[t, p] > 0.5 else "black")
-    fig.tight_layout()
     path = Path(path)
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp, dpi=120, format="png")
-    plt.close(fig)
+    save_figure(fig, path)
     return path

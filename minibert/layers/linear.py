@@ -1,6 +1,5 @@
 """Linear layer: out = x @ w.T + b, with w stored as Hugging Face stores it, (out_features, in_features)."""
 
-import numpy as np
 
 
 def linear_forward(x, w, b):

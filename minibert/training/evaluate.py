@@ -8,6 +8,7 @@ import math
 import numpy as np
 
 from minibert.data.examples import collate, make_examples
+from minibert.layers.loss import IGNORE_INDEX
 
 EVAL_SEED = 1234  # fixed: independent of the run's --seed
 
@@ -25,7 +26,7 @@ def build_eval_batches(documents, objective, seq_len, batch_size, masker, cls_id
     for start in range(0, len(examples), batch_size):
         chunk = examples[start:start + batch_size]
         batch = collate(chunk, pad_id)
-        batch["labels"] = np.full_like(batch["input_ids"], -100)
+        batch["labels"] = np.full_like(batch["input_ids"], IGNORE_INDEX)
         for row, example in enumerate(chunk):
             n = len(example.tokens)
             masked, labels = masker(example.tokens[None, :], np.random.default_rng([EVAL_SEED, 1, start + row]))
@@ -75,5 +76,5 @@ def most_frequent_token_accuracy(train_documents, batches, vocab_size: int) -> t
             counts += np.bincount(sentence, minlength=vocab_size)
     top = int(counts.argmax())
     labels = np.concatenate([b["labels"].reshape(-1) for b in batches])
-    labels = labels[labels != -100]
+    labels = labels[labels != IGNORE_INDEX]
     return top, float((labels == top).mean()) if len(labels) else 0.0

@@ -73,8 +73,9 @@ def sequence_length(settings: PretrainSettings, config: BertConfig) -> int:
     return seq_len
 
 
-def masked_batch(stream: ExampleStream, masker: Masker, batch_size: int, pad_id: int, rng) -> dict:
-    batch = collate(stream.take(batch_size), pad_id)
+def masked_batch(examples: list, masker: Masker, pad_id: int, rng) -> dict:
+    """Pad the examples into a batch and mask it (a fresh mask each call: dynamic masking)."""
+    batch = collate(examples, pad_id)
     batch["input_ids"], batch["labels"] = masker(batch["input_ids"], rng)
     return batch
 
@@ -150,8 +151,7 @@ def pretrain(settings: PretrainSettings, resume_checkpoint: Path | None = None, 
         if settings.steps:
             plan, how_long = make_plan(settings.steps, settings, timed=False), ""
         else:  # as many steps as fit in --minutes, measured on this machine
-            probe = collate(stream.peek(settings.batch_size), tok.pad_token_id)
-            probe["input_ids"], probe["labels"] = masker(probe["input_ids"], np.random.default_rng(0))
+            probe = masked_batch(stream.peek(settings.batch_size), masker, tok.pad_token_id, np.random.default_rng(0))
             step_seconds = measure_step_seconds(model, probe, use_nsp) * settings.grad_accum
             plan = make_plan(steps_that_fit(settings.minutes * 60, step_seconds, eval_seconds), settings, timed=True)
             how_long = f" (for now: {step_seconds:.2f} s per step measured, {settings.minutes:g} minutes)"
@@ -183,7 +183,7 @@ def pretrain(settings: PretrainSettings, resume_checkpoint: Path | None = None, 
             with np.errstate(over="ignore", invalid="ignore"):
                 for micro in range(settings.grad_accum):
                     rng = np.random.default_rng([settings.seed, MASKING_STREAM, step, micro])
-                    batch = masked_batch(stream, masker, settings.batch_size, tok.pad_token_id, rng)
+                    batch = masked_batch(stream.take(settings.batch_size), masker, tok.pad_token_id, rng)
                     out = model.forward(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"],
                                         labels=batch["labels"],
                                         next_sentence_label=batch["next_sentence_label"] if use_nsp else None)

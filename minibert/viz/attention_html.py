@@ -13,11 +13,9 @@ from __future__ import annotations
 
 import html
 import json
-from pathlib import Path
 
 import numpy as np
 
-from minibert.io.atomic import atomic_write_text
 from minibert.viz.attention_data import AttentionResult
 from minibert.viz.model_select import model_label
 
@@ -52,9 +50,6 @@ def attention_page(result: AttentionResult, layer: int = 0, head: int | None = 0
                 .replace("__DATA__", payload))
 
 
-def write_attention_html(result: AttentionResult, out_path: str | Path, layer: int = 0, head: int | None = 0) -> Path:
-    atomic_write_text(out_path, attention_page(result, layer, head))
-    return Path(out_path)
 
 
 PAGE = r"""<!DOCTYPE html>

@@ -71,18 +71,14 @@ def _draw_grid(result, out_path, layers, heads, dpi):
     from minibert.viz.mpl import new_figure, save_figure
     T = len(result.tokens)
     labels = _labels(result.tokens)
-    if len(layers) > 1 and len(heads) > 1:  # the full table: a row per layer, a column per head
-        panels = [(layer, head) for layer in layers for head in heads]
-        cols = len(heads)
-    else:  # one layer (or one head): wrap the panels into rows of at most 6
-        panels = [(layer, head) for layer in layers for head in heads]
-        cols = min(len(panels), 6)
+    full_table = len(layers) > 1 and len(heads) > 1  # a row per layer, a column per head
+    panels = [(layer, head) for layer in layers for head in heads]
+    cols = len(heads) if full_table else min(len(panels), 6)  # else wrap into rows of at most 6
     rows = -(-len(panels) // cols)
     panel = min(max(1.8, 0.17 * T), 6.0, 40.0 / cols)  # inches per heatmap: room for T labels, within reason
     fontsize = max(4.5, min(8.0, panel * 72 / max(T, 1) * 0.8))
     fig = new_figure((cols * panel + 1.5, rows * panel + 1.0))
     axes = fig.subplots(rows, cols, squeeze=False)
-    full_table = len(layers) > 1 and len(heads) > 1
     for k, ax in enumerate(axes.ravel()):
         if k >= len(panels):
             ax.axis("off")  # an empty slot at the end of the last row

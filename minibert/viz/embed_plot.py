@@ -11,6 +11,8 @@ from pathlib import Path
 
 import numpy as np
 
+from minibert.embeddings import l2_normalize
+
 
 @dataclass
 class WordVectors:
@@ -63,7 +65,7 @@ def pca_2d(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def cosine_neighbours(vectors: np.ndarray) -> list[tuple[int, float]]:
     """For each vector, the index of its most similar other vector and their cosine similarity."""
-    unit = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)  # (N, H)
+    unit = l2_normalize(vectors)  # (N, H)
     sim = unit @ unit.T  # (N, N)
     np.fill_diagonal(sim, -np.inf)
     best = sim.argmax(axis=1)
