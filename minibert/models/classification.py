@@ -125,6 +125,7 @@ class BertForSequenceClassification(Model):
     # ---------------------------------------------------------------- forward / backward
     def forward(self, input_ids, token_type_ids=None, attention_mask=None, labels=None, output_attentions=False,
                 output_hidden_states=False):
+        self._cache = None  # a forward that fails must not leave an older batch's caches for backward()
         out = self.bert.forward(input_ids, token_type_ids, attention_mask, output_attentions, output_hidden_states)
         pooled = out.pooler_output  # (B, H)
         x, drop_mask = dropout_forward(pooled, self.classifier_dropout, self.rng, self.training)  # (B, H)

@@ -96,6 +96,18 @@ def test_a_failed_forward_leaves_nothing_for_backward(model):
         model.backward()
 
 
+def test_a_failed_classifier_forward_leaves_nothing_for_backward():
+    from minibert.models.classification import BertForSequenceClassification
+    classifier = BertForSequenceClassification(BertConfig.preset("tiny", vocab_size=50, max_position_embeddings=8),
+                                               num_labels=3)
+    ids = np.ones((2, 4), dtype=np.int64)
+    classifier.forward(ids, labels=np.array([0, 2]))
+    with pytest.raises(ValueError):
+        classifier.forward(ids, labels=np.array([0, 7]))  # class 7 of 3: the labels are refused
+    with pytest.raises(ValueError, match="backward"):
+        classifier.backward()  # the earlier batch's head caches are gone, not paired with the new encoder caches
+
+
 def test_a_misspelt_output_field_raises(model):
     out = model.forward(np.ones((1, 3), dtype=np.int64))
     assert out.loss is None  # computed fields are always present
