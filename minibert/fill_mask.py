@@ -14,6 +14,9 @@ from pathlib import Path
 
 import numpy as np
 
+from minibert.layers.attention import softmax_forward
+from minibert.layers.loss import IGNORE_INDEX
+
 
 class FillMask:
     def __init__(self, model, tokenizer):
@@ -53,15 +56,14 @@ def fill_mask(model, tokenizer, text: str, top_k: int = 5) -> list[list[dict]]:
         raise ValueError(f"no {tokenizer.mask_token} in the text: write {tokenizer.mask_token} where a word should "
                          f"be guessed, e.g. \"the cat sat on the {tokenizer.mask_token}.\"")
     # Labels at the [MASK] positions make the model run its decoder only there: logits (M, V).
-    labels = np.full((1, len(ids)), -100, dtype=np.int64)
+    labels = np.full((1, len(ids)), IGNORE_INDEX, dtype=np.int64)
     labels[0, positions] = ids[positions]
     was_training = model.training
     model.eval()
     out = model.forward(ids[None, :], np.zeros((1, len(ids)), dtype=np.int64), None, labels=labels)
     model.train(was_training)
     logits = out.prediction_logits.astype(np.float64)  # (M, V)
-    probs = np.exp(logits - logits.max(axis=-1, keepdims=True))
-    probs /= probs.sum(axis=-1, keepdims=True)
+    probs = softmax_forward(logits)  # (M, V), in place on the float64 copy
     probs[:, sorted(set(tokenizer.all_special_ids))] = -1.0  # never suggest [PAD], [CLS], [SEP], [MASK], [UNK]
 
     hidden = (tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.pad_token_id)  # other [MASK]s stay visible

@@ -310,7 +310,7 @@ def save_pretrained(model, path) -> Path:
 
     config = model.config.to_dict()
     config.pop("_name_or_path", None)
-    config["architectures"] = [getattr(model, "hf_architecture", type(model).__name__)]
+    config["architectures"] = [type(model).__name__]
     # minibert always ties the decoder to the word embeddings and writes no decoder tensor: transformers must tie
     # them too, or it would initialise the decoder at random.
     config["tie_word_embeddings"] = True

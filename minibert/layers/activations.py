@@ -16,10 +16,17 @@ SQRT_HALF = 1.0 / math.sqrt(2.0)
 INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 
-try:  # optional: exact float64 erf, vectorised
-    from scipy.special import erf as _erf64
-except ImportError:  # pragma: no cover - depends on the environment
-    _erf64 = np.frompyfunc(math.erf, 1, 1)
+_erf64 = None  # exact float64 erf, looked up on first use: importing scipy costs ~0.4 s at every start-up
+
+
+def _exact_erf(z):
+    global _erf64
+    if _erf64 is None:
+        try:  # optional: scipy's vectorised erf
+            from scipy.special import erf as _erf64
+        except ImportError:  # pragma: no cover - depends on the environment
+            _erf64 = np.frompyfunc(math.erf, 1, 1)
+    return _erf64(z)
 
 
 # Abramowitz & Stegun 7.1.26: erfc(z) ~= (a1 t + a2 t^2 + a3 t^3 + a4 t^4 + a5 t^5) exp(-z^2), t = 1/(1 + p z), z >= 0
@@ -34,7 +41,7 @@ def normal_cdf(x, exp_half_x2):
     slower than a multiply on large arrays. The steps work in place on two buffers (t and poly).
     """
     if x.dtype == np.float64:
-        return 0.5 * (1.0 + np.asarray(_erf64(x * SQRT_HALF), dtype=np.float64))
+        return 0.5 * (1.0 + np.asarray(_exact_erf(x * SQRT_HALF), dtype=np.float64))
     t = np.abs(x)
     t *= AS_P * SQRT_HALF
     t += 1.0

@@ -53,23 +53,23 @@ def encoder_layer_backward(dout, cache, params, grads, prefix, config):
     _, act_backward = get_activation(config.hidden_act)
 
     # --- feed-forward block, backwards
-    d_ffn_out = layernorm_backward(dout, c_ln2, P("output.LayerNorm.weight"), G("output.LayerNorm.weight"),
-                                   G("output.LayerNorm.bias"))  # (B, T, H)
-    dh = d_ffn_out.copy()  # (B, T, H) residual branch: the gradient reaches h directly too
-    d_ffn_out = dropout_backward(d_ffn_out, m_out)  # (B, T, H)
+    d_sum2 = layernorm_backward(dout, c_ln2, P("output.LayerNorm.weight"), G("output.LayerNorm.weight"),
+                                G("output.LayerNorm.bias"))  # (B, T, H) gradient of h + ffn_out
+    d_ffn_out = dropout_backward(d_sum2, m_out)  # (B, T, H)
     df = linear_backward(d_ffn_out, c_out, P("output.dense.weight"), G("output.dense.weight"),
                          G("output.dense.bias"))  # (B, T, F)
     df = act_backward(df, c_act)  # (B, T, F)
-    dh += linear_backward(df, c_in, P("intermediate.dense.weight"), G("intermediate.dense.weight"),
-                          G("intermediate.dense.bias"))  # (B, T, H)
+    dh = linear_backward(df, c_in, P("intermediate.dense.weight"), G("intermediate.dense.weight"),
+                         G("intermediate.dense.bias"))  # (B, T, H) through the feed-forward branch
+    dh += d_sum2  # (B, T, H) residual branch: the gradient reaches h directly too
 
     # --- self-attention block, backwards
-    d_attn_out = layernorm_backward(dh, c_ln1, P("attention.output.LayerNorm.weight"),
-                                    G("attention.output.LayerNorm.weight"),
-                                    G("attention.output.LayerNorm.bias"))  # (B, T, H)
-    dx = d_attn_out.copy()  # (B, T, H) residual
-    d_attn_out = dropout_backward(d_attn_out, m_ao)  # (B, T, H)
+    d_sum1 = layernorm_backward(dh, c_ln1, P("attention.output.LayerNorm.weight"),
+                                G("attention.output.LayerNorm.weight"),
+                                G("attention.output.LayerNorm.bias"))  # (B, T, H) gradient of x + attn_out
+    d_attn_out = dropout_backward(d_sum1, m_ao)  # (B, T, H)
     dctx = linear_backward(d_attn_out, c_ao, P("attention.output.dense.weight"), G("attention.output.dense.weight"),
                            G("attention.output.dense.bias"))  # (B, T, H)
-    dx += self_attention_backward(dctx, c_attn, grads, prefix + "attention.self.")  # (B, T, H)
+    dx = self_attention_backward(dctx, c_attn, grads, prefix + "attention.self.")  # (B, T, H) through attention
+    dx += d_sum1  # (B, T, H) residual
     return dx

@@ -2,6 +2,8 @@
 
 import numpy as np
 
+from minibert.layers.loss import IGNORE_INDEX
+
 
 def check_inputs(config, input_ids, token_type_ids=None, attention_mask=None):
     """Return (input_ids, token_type_ids, attention_mask) as int64 arrays of shape (B, T)."""
@@ -57,9 +59,9 @@ def check_labels(labels, shape, num_classes, name):
         raise ValueError(f"{name} has shape {labels.shape}, expected {shape}")
     if not np.issubdtype(labels.dtype, np.integer):
         raise ValueError(f"{name} must be integers, got dtype {labels.dtype}")
-    valid = labels[labels != -100]
+    valid = labels[labels != IGNORE_INDEX]
     if valid.size and (valid.min() < 0 or valid.max() >= num_classes):
-        raise ValueError(f"{name} must be -100 (ignored) or in 0..{num_classes - 1}, got "
+        raise ValueError(f"{name} must be {IGNORE_INDEX} (ignored) or in 0..{num_classes - 1}, got "
                          f"{int(valid.min())}..{int(valid.max())}")
     return labels.astype(np.int64, copy=False)
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from minibert.layers.heads import mlm_head_backward, mlm_head_forward, nsp_head_backward, nsp_head_forward
-from minibert.layers.loss import cross_entropy_backward, cross_entropy_forward
+from minibert.layers.loss import IGNORE_INDEX, cross_entropy_backward, cross_entropy_forward
 from minibert.models.base import Model
 from minibert.models.bert import BertEncoder, bert_param_shapes
 from minibert.models.checks import check_targets
@@ -48,7 +48,7 @@ class _MaskedLMBase(Model):
             logits, _ = mlm_head_forward(sequence_output.reshape(B * T, H), self.params, "bert.", cfg)
             return logits.reshape(B, T, cfg.vocab_size), None, None, None  # (B, T, V)
         labels = labels.reshape(-1)  # (B*T,), checked by check_targets
-        positions = np.flatnonzero(labels != -100)  # (M,) flat indices of the tokens to predict
+        positions = np.flatnonzero(labels != IGNORE_INDEX)  # (M,) flat indices of the tokens to predict
         h = sequence_output.reshape(B * T, H)[positions]  # (M, H)
         logits, c_head = mlm_head_forward(h, self.params, "bert.", cfg)  # (M, V)
         loss, c_ce = cross_entropy_forward(logits, labels[positions])
