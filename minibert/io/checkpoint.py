@@ -63,11 +63,11 @@ def load_pretrained(cls, path, dtype=np.float32, **kwargs):
     config = BertConfig.from_json_file(folder / CONFIG_NAME)
     kwargs = _kwargs_from_config(cls, config, kwargs)
     source = TensorSource(folder)  # validates the safetensors headers: shapes are known before any data is read
-    # The encoder's shapes follow from config.json alone: check them before building (and randomly
-    # initialising) the model, which takes seconds for a real vocabulary.
+    # The encoder's shapes follow from config.json alone: check them before building the model, so a wrong
+    # file fails before any large allocation.
     _check_shapes(source, bert_param_shapes(config, cls.base_prefix), cls.base_prefix, config, folder)
 
-    model = cls(config, dtype=dtype, **kwargs)
+    model = cls(config, dtype=dtype, init_weights=False, **kwargs)  # zeros: the checkpoint overwrites them
     mapping, unexpected = _check_shapes(source, {k: p.shape for k, p in model.params.items()}, model.base_prefix,
                                         config, folder)
     if not mapping:
@@ -82,6 +82,7 @@ def load_pretrained(cls, path, dtype=np.float32, **kwargs):
 
     missing = [k for k in model.params if k not in loaded]
     if missing:
+        model.init_weights(missing)  # as a fresh model of this seed would have them
         warnings.warn(f"{source.label}: {len(missing)} weights of {cls.__name__} are not in the checkpoint and were "
                       f"newly initialised (train them before use): {_short_list(missing)}",
                       CheckpointWarning, stacklevel=3)

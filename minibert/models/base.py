@@ -21,24 +21,38 @@ class Model:
     # Subclasses also define param_shapes(): every parameter's Hugging Face name and shape.
     base_prefix = ""
 
-    def __init__(self, config: BertConfig, seed: int = 0, dtype=np.float32):
+    def __init__(self, config: BertConfig, seed: int = 0, dtype=np.float32, init_weights: bool = True):
+        """init_weights=False leaves every parameter at zero, for a caller that overwrites them all at once
+        (loading a checkpoint): drawing the random init of a real vocabulary takes a second or more."""
         if not isinstance(config, BertConfig):
             raise ValueError(f"config must be a minibert BertConfig, got {type(config).__name__}")
         config.validate()  # fields may have been changed since the config was made
         self.config = config
         self.dtype = _check_dtype(dtype)
         self.training = True
+        self.seed = seed
         self.rng = np.random.default_rng([seed, 1])  # dropout masks; separate from the init stream
-        init_rng = np.random.default_rng(seed)
         # Parameters in Hugging Face's order (the order of the state dict), initialised as BERT does.
         self.params: dict[str, np.ndarray] = {
-            name: init_param(name, shape, init_rng, config, self.dtype) for name, shape in self.param_shapes().items()
+            name: np.zeros(shape, dtype=self.dtype) for name, shape in self.param_shapes().items()
         }
+        if init_weights:
+            self.init_weights()
         self.grads: dict[str, np.ndarray] = {name: np.zeros_like(p) for name, p in self.params.items()}
 
     # ---------------------------------------------------------------- to override
     def param_shapes(self) -> dict[str, tuple[int, ...]]:
         raise NotImplementedError
+
+    def init_weights(self, names=None):
+        """Draw the parameters as BERT initialises them, from the stream of `seed`; with `names`, only those.
+        Either way a parameter gets the value a freshly built model of this seed has (the whole stream is
+        replayed, since each value depends on every draw before it)."""
+        init_rng = np.random.default_rng(self.seed)
+        for name, shape in self.param_shapes().items():
+            value = init_param(name, shape, init_rng, self.config, self.dtype)
+            if names is None or name in names:
+                self.params[name][...] = value
 
     # ---------------------------------------------------------------- modes and gradients
     def train(self, mode: bool = True):

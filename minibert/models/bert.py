@@ -103,9 +103,9 @@ class BertEncoder:
 class BertModel(Model):
     """The bare encoder: `.last_hidden_state` (B, T, H) and `.pooler_output` (B, H)."""
 
-    def __init__(self, config, seed=0, dtype=np.float32, add_pooling_layer=True):
+    def __init__(self, config, seed=0, dtype=np.float32, add_pooling_layer=True, init_weights=True):
         self.add_pooling_layer = add_pooling_layer
-        super().__init__(config, seed=seed, dtype=dtype)
+        super().__init__(config, seed=seed, dtype=dtype, init_weights=init_weights)
         self.encoder = BertEncoder(self, "", add_pooling_layer)
 
     def param_shapes(self):

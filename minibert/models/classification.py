@@ -48,7 +48,7 @@ def labels_from_config(config) -> dict[int, str] | None:
 class BertForSequenceClassification(Model):
     base_prefix = "bert."
 
-    def __init__(self, config, num_labels=None, seed=0, dtype=np.float32):
+    def __init__(self, config, num_labels=None, seed=0, dtype=np.float32, init_weights=True):
         """num_labels: the number of classes C. None: len(config id2label) if the config has one, else 2.
 
         A num_labels that disagrees with the config's id2label replaces the names by LABEL_0..LABEL_{C-1}
@@ -72,7 +72,7 @@ class BertForSequenceClassification(Model):
         self.classifier_dropout = config.hidden_dropout_prob if dropout is None else float(dropout)
         if not 0.0 <= self.classifier_dropout < 1.0:
             raise ValueError(f"config classifier_dropout must be in [0, 1), got {dropout!r}")
-        super().__init__(config, seed=seed, dtype=dtype)
+        super().__init__(config, seed=seed, dtype=dtype, init_weights=init_weights)
         self.bert = BertEncoder(self, "bert.", pooler=True)
         self._cache = None
 

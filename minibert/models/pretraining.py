@@ -35,8 +35,8 @@ class _MaskedLMBase(Model):
     base_prefix = "bert."
     has_pooler = True
 
-    def __init__(self, config, seed=0, dtype=np.float32):
-        super().__init__(config, seed=seed, dtype=dtype)
+    def __init__(self, config, seed=0, dtype=np.float32, init_weights=True):
+        super().__init__(config, seed=seed, dtype=dtype, init_weights=init_weights)
         self.bert = BertEncoder(self, "bert.", pooler=self.has_pooler)
         self._cache = None
 

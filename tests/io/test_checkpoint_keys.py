@@ -41,6 +41,19 @@ def test_bert_model_file_into_task_model_initialises_and_lists_heads(tmp_path):
     assert "cls.predictions.bias" in messages[0] and "cls.seq_relationship.weight" in messages[0]
 
 
+@pytest.mark.parametrize("seed", [0, 5])
+def test_weights_missing_from_the_file_get_a_fresh_models_values(tmp_path, seed):
+    # Loading skips the random init of what the file overwrites; what it lacks must still be BERT's init,
+    # exactly as a model built with this seed has it (not zeros, not another draw).
+    BertModel(tiny_config(), seed=1).save_pretrained(tmp_path)
+    model, _ = load_with_warnings(BertForPreTraining, tmp_path, seed=seed)
+    fresh = BertForPreTraining(tiny_config(), seed=seed)
+    for name in ("cls.seq_relationship.weight", "cls.predictions.transform.dense.weight",
+                 "cls.predictions.transform.LayerNorm.weight"):
+        np.testing.assert_array_equal(model.params[name], fresh.params[name], err_msg=name)
+    assert np.abs(model.params["cls.seq_relationship.weight"]).max() > 0
+
+
 def test_task_model_file_into_bert_model_lists_unused_heads(tmp_path):
     full = BertForPreTraining(tiny_config(), seed=2)
     full.save_pretrained(tmp_path)
