@@ -62,6 +62,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     opt.add_argument("--warmup", type=float, metavar="X", default=None,
                      help=f"warmup as a fraction of the steps, then linear decay to 0 [{D.warmup}]")
     opt.add_argument("--weight-decay", type=float, metavar="X", default=None, help=f"AdamW weight decay [{D.weight_decay}]")
+    opt.add_argument("--beta2", type=float, metavar="X", default=None,
+                     help=f"AdamW's second-moment decay (the first is {D.betas[0]}) [{D.betas[1]}]")
+    opt.add_argument("--output-bias", choices=("zero", "unigram"), default=None,
+                     help=f"MLM output bias at the start: zero (BERT), or the log frequency of each token in the "
+                          f"training text (the model starts at the unigram stage) [{D.output_bias}]")
     opt.add_argument("--clip", type=float, metavar="X", default=None, help=f"gradient-norm clipping, 0 = off [{D.clip}]")
     opt.add_argument("--seed", type=int, metavar="N", default=None, help=f"random seed [{D.seed}]")
 
@@ -85,7 +90,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def _given(args) -> dict:
     """The settings the user typed (argparse defaults are None, so anything else was given)."""
     names = set(PretrainSettings.__dataclass_fields__)
-    return {k: v for k, v in vars(args).items() if k in names and v is not None and k != "resume"}
+    given = {k: v for k, v in vars(args).items() if k in names and v is not None and k != "resume"}
+    if getattr(args, "beta2", None) is not None:
+        given["betas"] = (D.betas[0], args.beta2)
+    return given
 
 
 def run(args) -> int:

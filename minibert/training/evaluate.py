@@ -67,13 +67,18 @@ def evaluate(model, batches, use_nsp: bool) -> dict:
     return metrics
 
 
-def most_frequent_token_accuracy(train_documents, batches, vocab_size: int) -> tuple[int, float]:
-    """The baseline a model must beat: always guess the training text's most frequent token.
-    Returns (that token's id, its accuracy on the held-out masked positions)."""
+def token_counts(train_documents, vocab_size: int) -> np.ndarray:
+    """(V,) how often each token occurs in the training text."""
     counts = np.zeros(vocab_size, dtype=np.int64)
     for doc in train_documents:
         for sentence in doc:
             counts += np.bincount(sentence, minlength=vocab_size)
+    return counts
+
+
+def most_frequent_token_accuracy(counts: np.ndarray, batches) -> tuple[int, float]:
+    """The baseline a model must beat: always guess the training text's most frequent token (`counts`, from
+    `token_counts`). Returns (that token's id, its accuracy on the held-out masked positions)."""
     top = int(counts.argmax())
     labels = np.concatenate([b["labels"].reshape(-1) for b in batches])
     labels = labels[labels != IGNORE_INDEX]

@@ -36,11 +36,12 @@ from minibert.models import BertForPreTraining
 from minibert.optim import AdamW, clip_grad_norm
 from minibert.training.budget import Plan, make_plan, measure_step_seconds, replan, steps_that_fit
 from minibert.training.checkpointing import load_training_state, save_checkpoint
-from minibert.training.evaluate import build_eval_batches, evaluate, most_frequent_token_accuracy
+from minibert.training.evaluate import build_eval_batches, evaluate, most_frequent_token_accuracy, token_counts
 from minibert.training.metrics import MetricsLog, Window
 from minibert.training.run_dir import create_run_dir, default_run_name, latest_checkpoint
 from minibert.training.settings import PretrainSettings
 
+EVAL_MASK_PROB = 0.15  # held-out masks: BERT's rate, whatever --mask-prob trains with
 MASKING_STREAM = 2  # random streams of one seed: 1 = examples, 2 = masking (the model's dropout has its own)
 BUDGET_OVERRUN = 1.15  # with --minutes, stop early if training takes this much longer than planned
 
@@ -71,6 +72,38 @@ def sequence_length(settings: PretrainSettings, config: BertConfig) -> int:
     if seq_len < minimum:
         raise ValueError(f"--seq-len {seq_len} is too short for objective {settings.objective} (minimum {minimum})")
     return seq_len
+
+
+def recipe_parts(settings: PretrainSettings, model, data, seq_len: int, fresh: bool = True):
+    """The training masker, the held-out batches, the most-frequent-token baseline, and (for a fresh model) the
+    MLM output bias set to the log unigram frequencies of the training text.
+
+    Returns (masker, eval_batches, top_token, baseline_acc). The held-out masks are always BERT's 15%, whatever
+    --mask-prob trains with, so held-out numbers stay comparable between recipes.
+    """
+    tok, V = data.tokenizer, model.config.vocab_size
+    special_ids = sorted(set(tok.all_special_ids))
+    continuation = continuation_mask(tok.ids_to_tokens)
+    masker = Masker(V, tok.mask_token_id, special_ids, continuation, settings.mask_prob, settings.whole_word_mask)
+    eval_masker = Masker(V, tok.mask_token_id, special_ids, continuation, EVAL_MASK_PROB, settings.whole_word_mask)
+    eval_batches = build_eval_batches(data.eval_documents, settings.objective, seq_len, settings.batch_size,
+                                      eval_masker, tok.cls_token_id, tok.sep_token_id, tok.pad_token_id,
+                                      settings.eval_examples, settings.short_seq_prob)
+    counts = token_counts(data.train_documents, V)
+    top_token, baseline_acc = most_frequent_token_accuracy(counts, eval_batches)
+    if fresh and settings.output_bias == "unigram":
+        # The model starts where the frequent-word plateau is (predicting the unigram distribution) instead of
+        # spending its first few hundred steps learning it.
+        model.params["cls.predictions.bias"][...] = unigram_log_probs(counts, special_ids)
+    return masker, eval_batches, top_token, baseline_acc
+
+
+def unigram_log_probs(counts: np.ndarray, special_ids) -> np.ndarray:
+    """(V,) log frequency of each token in the training text (add-one smoothed); special tokens, never targets,
+    get the log probability of an unseen token."""
+    counts = counts.astype(np.float64) + 1.0  # (V,)
+    counts[list(special_ids)] = 1.0
+    return np.log(counts / counts.sum())
 
 
 def masked_batch(examples: list, masker: Masker, pad_id: int, rng) -> dict:
@@ -116,15 +149,10 @@ def pretrain(settings: PretrainSettings, resume_checkpoint: Path | None = None, 
     model.train()
     optimizer = AdamW(model.params, model.grads, lr=settings.lr, betas=settings.betas, eps=settings.eps,
                       weight_decay=settings.weight_decay)
-    special_ids = sorted(set(tok.all_special_ids))
-    masker = Masker(config.vocab_size, tok.mask_token_id, special_ids, continuation_mask(tok.ids_to_tokens),
-                    settings.mask_prob, settings.whole_word_mask)
+    masker, eval_batches, top_token, baseline_acc = recipe_parts(settings, model, data, seq_len,
+                                                                 fresh=not resume_checkpoint)
     stream = ExampleStream(data.train_documents, settings.objective, seq_len, settings.seed, tok.cls_token_id,
                            tok.sep_token_id, settings.short_seq_prob)
-    eval_batches = build_eval_batches(data.eval_documents, settings.objective, seq_len, settings.batch_size,
-                                      masker, tok.cls_token_id, tok.sep_token_id, tok.pad_token_id,
-                                      settings.eval_examples, settings.short_seq_prob)
-    top_token, baseline_acc = most_frequent_token_accuracy(data.train_documents, eval_batches, config.vocab_size)
 
     # ---- where we start, how long we go
     window = Window()

@@ -12,6 +12,7 @@ from minibert.config import PRESETS
 from minibert.data.examples import OBJECTIVES
 
 # Options that only change what is printed or where files go: allowed to differ on --resume.
+OUTPUT_BIAS_INITS = ("zero", "unigram")
 COSMETIC = ("quiet", "runs_dir", "name", "resume", "keep_checkpoints", "plot")
 
 
@@ -29,7 +30,7 @@ class PretrainSettings:
     objective: str = "mlm"               # "mlm" (RoBERTa full sentences) or "mlm+nsp" (BERT sentence pairs)
     dropout: float | None = 0.0          # hidden and attention dropout; None keeps the config's value
     seq_len: int | None = None           # None: min(128, max_position_embeddings)
-    mask_prob: float = 0.15
+    mask_prob: float = 0.15              # share of tokens to predict in training (held-out masks stay at 15%)
     whole_word_mask: bool = False
     short_seq_prob: float = 0.1          # mlm+nsp only: share of sequences aimed at a random shorter length
     # ---- optimisation
@@ -43,6 +44,7 @@ class PretrainSettings:
     betas: tuple[float, float] = (0.9, 0.98)
     eps: float = 1e-6
     clip: float = 1.0                    # global gradient-norm limit (0: no clipping)
+    output_bias: str = "zero"            # MLM output bias at init: "zero" (BERT) or "unigram" (log frequencies)
     seed: int = 0
     # ---- bookkeeping
     log_every: int = 10                  # steps per train line in metrics.jsonl (losses averaged over them)
@@ -88,6 +90,10 @@ class PretrainSettings:
             raise ValueError(f"--eval-fraction must be between 0 and 1, got {self.eval_fraction}")
         if not 0.0 <= self.short_seq_prob <= 1.0:
             raise ValueError(f"--short-seq-prob must be in [0, 1], got {self.short_seq_prob}")
+        if self.output_bias not in OUTPUT_BIAS_INITS:
+            raise ValueError(f"--output-bias must be one of {', '.join(OUTPUT_BIAS_INITS)}, got {self.output_bias!r}")
+        if not (len(self.betas) == 2 and all(0.0 <= b < 1.0 for b in self.betas)):
+            raise ValueError(f"--beta1/--beta2 must be in [0, 1), got {self.betas}")
         if self.keep_checkpoints < 0:
             raise ValueError(f"--keep-checkpoints must be >= 0, got {self.keep_checkpoints}")
 

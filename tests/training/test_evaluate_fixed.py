@@ -6,7 +6,7 @@ import pytest
 from minibert.config import BertConfig
 from minibert.data.masking import Masker
 from minibert.models import BertForPreTraining
-from minibert.training.evaluate import build_eval_batches, evaluate, most_frequent_token_accuracy
+from minibert.training.evaluate import build_eval_batches, evaluate, most_frequent_token_accuracy, token_counts
 
 CLS, SEP, PAD, MASK = 2, 3, 0, 4
 
@@ -44,4 +44,4 @@ def test_masks_and_metrics_do_not_depend_on_the_batch_size(objective):
 def test_most_frequent_token_baseline():
     docs = [[np.array([7, 7, 7, 9])], [np.array([7, 8])]]
     batches = [{"labels": np.array([[-100, 7, 9, -100], [7, 8, -100, -100]])}]
-    assert most_frequent_token_accuracy(docs, batches, vocab_size=10) == (7, 0.5)
+    assert most_frequent_token_accuracy(token_counts(docs, 10), batches) == (7, 0.5)
