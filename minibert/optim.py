@@ -15,6 +15,12 @@ import numpy as np
 from minibert.flat import FlatArrays
 
 
+# Entries per block of the flat AdamW update (512 KiB of float32 per buffer). Measured on the 2-core EPYC with
+# mini's 3.0M parameters: blocks of 2^17 or 2^18 took ~10 ms per step, the whole buffers at once ~16-17 ms, as
+# did the per-tensor loop (whose tensors are mostly small enough to stay in cache anyway).
+BLOCK = 1 << 17
+
+
 def default_no_decay(name: str) -> bool:
     """BERT does not decay biases or LayerNorm weights."""
     return name.endswith("bias") or "LayerNorm" in name
@@ -35,8 +41,9 @@ class AdamW:
         self.lr, self.betas, self.eps, self.weight_decay = lr, tuple(betas), eps, weight_decay
         self.decay = {name: (not no_decay(name)) for name in params}
         self.flat = _flat_pair(params, grads)
-        if self.flat:  # moments and scratch in the same layout: the flat update is one pass over equal buffers
-            self.m, self.v, self._tmp = params.zeros_like(), params.zeros_like(), params.zeros_like()
+        if self.flat:  # moments in the same layout as the parameters: the update runs over equal buffers
+            self.m, self.v = params.zeros_like(), params.zeros_like()
+            self._tmp = np.empty(min(BLOCK, params.buffer.size), dtype=params.buffer.dtype)  # scratch, one block
             self._decay_runs = _runs(params.slices[name] for name in params.slices if self.decay[name])
         else:
             self.m = {name: np.zeros_like(p) for name, p in params.items()}
@@ -51,16 +58,26 @@ class AdamW:
         coefs = (b1, b2, lr / (1.0 - b1 ** self.t), 1.0 / math.sqrt(1.0 - b2 ** self.t), self.eps)
         shrink = 1.0 - lr * self.weight_decay  # decoupled weight decay
         if self.flat and self.params.intact() and self.grads.intact():
-            p, g = self.params.buffer, self.grads.buffer
-            if self.weight_decay:
-                for run in self._decay_runs:  # one run when the no-decay arrays are one segment (a model's)
-                    p[run] *= shrink
-            _adam_update(p, g, self.m.buffer, self.v.buffer, self._tmp.buffer, *coefs)
+            self._flat_step(shrink, coefs)
             return
         for name, p in self.params.items():
             if self.decay[name] and self.weight_decay:
                 p *= shrink
-            _adam_update(p, self.grads[name], self.m[name], self.v[name], self._tmp[name], *coefs)
+            tmp = self._tmp[name] if isinstance(self._tmp, dict) else np.empty_like(p)  # a replaced entry: rare
+            _adam_update(p, self.grads[name], self.m[name], self.v[name], tmp, *coefs)
+
+    def _flat_step(self, shrink, coefs):
+        """The update over the whole flat buffers, one cache-sized block at a time: the ~13 operations of a
+        block then reuse data in cache instead of each streaming all the buffers through memory."""
+        p, g, m, v = self.params.buffer, self.grads.buffer, self.m.buffer, self.v.buffer
+        for i in range(0, p.size, BLOCK):
+            j = min(i + BLOCK, p.size)
+            if self.weight_decay:
+                for run in self._decay_runs:  # one run when the no-decay arrays are one segment (a model's)
+                    lo, hi = max(i, run.start), min(j, run.stop)
+                    if lo < hi:
+                        p[lo:hi] *= shrink
+            _adam_update(p[i:j], g[i:j], m[i:j], v[i:j], self._tmp[:j - i], *coefs)
 
     # ---------------------------------------------------------------- saving and resuming
     def state_dict(self) -> dict[str, np.ndarray]:

@@ -4,7 +4,7 @@ test_parity_hf.py compares with torch), and the optimizer state round-trips thro
 import numpy as np
 import pytest
 
-from minibert import AdamW, BertConfig, BertForPreTraining, clip_grad_norm
+from minibert import AdamW, BertConfig, BertForPreTraining, clip_grad_norm, optim
 from minibert.io.safetensors_io import load_safetensors, save_safetensors
 
 
@@ -28,7 +28,10 @@ def separate(arrays):
 
 @pytest.mark.parametrize("no_decay", [None, lambda n: "query" in n or n.endswith("bias")])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_flat_adamw_equals_per_tensor_adamw(no_decay, dtype):
+@pytest.mark.parametrize("block", [None, 1000, 37])  # the tiny model fits one block; smaller ones split it
+def test_flat_adamw_equals_per_tensor_adamw(no_decay, dtype, block, monkeypatch):
+    if block:
+        monkeypatch.setattr(optim, "BLOCK", block)
     model = model_with_grads(dtype=dtype)
     params, grads = separate(model.params), separate(model.grads)
     kwargs = dict(lr=1e-2, weight_decay=0.1, **({} if no_decay is None else {"no_decay": no_decay}))
