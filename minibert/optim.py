@@ -15,9 +15,10 @@ import numpy as np
 from minibert.flat import FlatArrays
 
 
-# Entries per block of the flat AdamW update (512 KiB of float32 per buffer). Measured on the 2-core EPYC with
-# mini's 3.0M parameters: blocks of 2^17 or 2^18 took ~10 ms per step, the whole buffers at once ~16-17 ms, as
-# did the per-tensor loop (whose tensors are mostly small enough to stay in cache anyway).
+# Entries per block of the flat AdamW update (512 KiB of float32 per buffer). Measured on the shared 2-core EPYC
+# (load 5-7) with mini's 3.0M parameters: blocks of 2^17 or 2^18 ~10 ms per step, the whole buffers in one go
+# ~17 ms, the per-tensor loop ~16 ms (most tensors are small enough to stay in cache anyway). Splitting the
+# blocks over two threads did not win there (6.6 vs 6.3 ms): the update is bound by memory, not by one core.
 BLOCK = 1 << 17
 
 
@@ -28,7 +29,7 @@ def default_no_decay(name: str) -> bool:
 
 class AdamW:
     """AdamW over `params` / `grads` (name -> array). When both are `FlatArrays` of one layout (a model's), the
-    update runs over the whole flat buffers at once; otherwise (plain dicts, or an entry since replaced) one
+    update runs over the whole flat buffers, block by block; otherwise (plain dicts, or an entry since replaced) one
     tensor at a time. Both paths do the same operations in the same order: the results are identical."""
 
     def __init__(self, params: dict, grads: dict, lr=1e-4, betas=(0.9, 0.999), eps=1e-6, weight_decay=0.01,
