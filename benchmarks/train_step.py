@@ -1,15 +1,22 @@
-"""Time one pre-training step (forward + backward + AdamW) of minibert against PyTorch, in one run.
+"""Time pre-training steps of minibert against PyTorch, in one run.
 
     python benchmarks/train_step.py                  # mini at 32 x 64 and base at 8 x 128
-    python benchmarks/train_step.py --configs mini --threads 1 --steps 20
+    python benchmarks/train_step.py --configs mini --threads 1 --no-hf
 
+Three kinds of row, each against the same work in torch:
+  fwd+bwd    forward + backward only (the gradients are zeroed outside the timing)
+  full step  exactly what `minibert pretrain` does per step: zero_grad, forward, backward, clip_grad_norm at
+             1.0, AdamW step (torch: zero_grad, forward, backward, clip_grad_norm_, torch.optim.AdamW)
+  optimizer  clipping + AdamW alone, on gradients scaled (untimed) so that clipping always rescales them
 References, on the same threads:
   (a) Hugging Face BertForPreTraining (decoder over every position, its default attention)
   (b) the same sparse-prediction model as minibert in PyTorch eager: Hugging Face's modules, the decoder run
       only at the masked positions, eager (textbook) attention, torch.optim.AdamW
   (c) as (b) with torch's fused scaled-dot-product attention
+Every optimizer skips weight decay for biases and LayerNorm, as minibert does.
 Runs are interleaved (one step of each in turn) so that a noisy machine slows all of them alike; the ratios are
-what to read. Prints median ms/step, tokens/s, achieved GFLOP/s and minibert's time / reference time.
+what to read. Also prints the float32 matmul peak measured in this run and which OpenBLAS kernel ran, and each
+contender's achieved GFLOP/s as a fraction of that peak.
 """
 
 import argparse
@@ -35,11 +42,17 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 import transformers  # noqa: E402
 
-from minibert import AdamW, BertConfig, BertForPreTraining, keep_freed_memory  # noqa: E402
+from minibert import AdamW, BertConfig, BertForPreTraining, clip_grad_norm, keep_freed_memory  # noqa: E402
 
 keep_freed_memory()  # as the minibert CLI does (see minibert/_malloc.py)
 
 SHAPES = {"mini": (32, 64), "base": (8, 128), "tiny": (32, 64), "small": (16, 128), "large": (4, 128)}
+CLIP = 1.0  # minibert pretrain's default --clip
+KINDS = ("fwd+bwd", "full step", "optimizer")
+
+
+def no_decay(name):
+    return name.endswith("bias") or "LayerNorm" in name
 
 
 def step_flops(cfg, B, T, M):
@@ -48,6 +61,32 @@ def step_flops(cfg, B, T, M):
     per_layer = 2 * B * T * (4 * H * H + 2 * H * F) + 2 * 2 * B * T * T * H  # projections, FFN, scores and context
     heads = 2 * M * (H * H + H * V) + 2 * B * H * H  # MLM transform + decoder at M positions, pooler
     return 3 * (L * per_layer + heads)
+
+
+def sgemm_peak(n=2048, repeats=5):
+    """Best float32 matmul GFLOP/s of n x n @ n x n on the benchmark's threads."""
+    a, b = np.random.default_rng(0).standard_normal((2, n, n), dtype=np.float32)  # (n, n) each
+    c = np.empty_like(a)
+    np.matmul(a, b, out=c)  # warm-up: BLAS buffers, thread start
+    best = min(_timed(lambda: np.matmul(a, b, out=c)) for _ in range(repeats))
+    return 2 * n ** 3 / best / 1e9
+
+
+def blas_description():
+    """Which BLAS library and kernel NumPy runs (threadpoolctl when installed)."""
+    try:
+        from threadpoolctl import threadpool_info
+    except ImportError:
+        return f"OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', '(auto)')} (install threadpoolctl for more)"
+    libs = [f"{i.get('internal_api')} {i.get('version')} kernel {i.get('architecture')} threads {i.get('num_threads')}"
+            for i in threadpool_info() if i.get("user_api") == "blas"]
+    return "; ".join(libs) + f"   OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', '(auto)')}"
+
+
+def _timed(fn):
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
 
 
 def make_batch(cfg, B, T, seed=0):
@@ -62,30 +101,44 @@ def make_batch(cfg, B, T, seed=0):
     return ids, types, mask, labels, nsl
 
 
-def minibert_step(cfg, batch):
+def minibert_steps(cfg, batch):
+    """{kind: (untimed preparation, timed step)} for minibert."""
     model = BertForPreTraining(cfg, seed=0)
     opt = AdamW(model.params, model.grads, lr=1e-4)
     ids, types, mask, labels, nsl = batch
 
-    def step():
-        model.zero_grad()
+    def fwd_bwd():
         model.forward(ids, types, mask, labels=labels, next_sentence_label=nsl)
         model.backward()
+
+    def full():  # as minibert/training/pretrain.py runs a step
+        model.zero_grad()
+        fwd_bwd()
+        clip_grad_norm(model.grads, CLIP)
         opt.step()
-    return step
+
+    def optimizer():
+        clip_grad_norm(model.grads, CLIP)
+        opt.step()
+
+    def scale_grads():  # gradients of norm > CLIP, so that clipping rescales every time
+        for g in model.grads.values():
+            g *= 10.0
+    return {"fwd+bwd": (model.zero_grad, fwd_bwd), "full step": (None, full), "optimizer": (scale_grads, optimizer)}
 
 
-def torch_step(cfg, batch, sparse, attn):
+def torch_steps(cfg, batch, sparse, attn):
     hf_cfg = transformers.BertConfig(**{k: v for k, v in cfg.to_dict().items() if k != "architectures"})
     hf_cfg._attn_implementation = attn
     model = transformers.BertForPreTraining(hf_cfg).train()
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    named = list(model.named_parameters())
+    opt = torch.optim.AdamW([{"params": [p for n, p in named if not no_decay(n)], "weight_decay": 0.01},
+                             {"params": [p for n, p in named if no_decay(n)], "weight_decay": 0.0}], lr=1e-4)
     ids, types, mask, labels, nsl = (torch.from_numpy(np.asarray(x)) for x in batch)
     positions = torch.nonzero(labels.reshape(-1) != -100).squeeze(1)
     ce = torch.nn.functional.cross_entropy
 
-    def step():
-        opt.zero_grad(set_to_none=True)
+    def fwd_bwd():
         if sparse:  # the decoder only where there is something to predict, as minibert does
             seq, pooled = model.bert(input_ids=ids, token_type_ids=types, attention_mask=mask, return_dict=False)
             h = seq.reshape(-1, seq.shape[-1])[positions]
@@ -94,40 +147,68 @@ def torch_step(cfg, batch, sparse, attn):
             loss = model(input_ids=ids, token_type_ids=types, attention_mask=mask, labels=labels,
                          next_sentence_label=nsl).loss
         loss.backward()
+
+    def full():
+        opt.zero_grad(set_to_none=True)
+        fwd_bwd()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), CLIP)
         opt.step()
-    return step
+
+    def optimizer():
+        torch.nn.utils.clip_grad_norm_(model.parameters(), CLIP)
+        opt.step()
+
+    @torch.no_grad()
+    def scale_grads():
+        for p in model.parameters():
+            if p.grad is not None:
+                p.grad.mul_(10.0)
+    return {"fwd+bwd": (lambda: opt.zero_grad(set_to_none=True), fwd_bwd), "full step": (None, full),
+            "optimizer": (scale_grads, optimizer)}
 
 
 def main():
     torch.set_num_threads(args.threads)
     print(f"threads: {args.threads}   numpy {np.__version__}   torch {torch.__version__}   transformers "
-          f"{transformers.__version__}   OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', '(auto)')}")
+          f"{transformers.__version__}   load average {os.getloadavg()[0]:.2f}")
+    print(f"BLAS: {blas_description()}")
+    peak = sgemm_peak()
+    print(f"float32 matmul peak (2048 x 2048 sgemm, {args.threads} threads): {peak:.1f} GFLOP/s")
     for name in args.configs:
         cfg = BertConfig.preset(name, hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1)
         B, T = SHAPES[name]
         batch = make_batch(cfg, B, T)
         M = int((batch[3] != -100).sum())
-        contenders = {"minibert (numpy)": minibert_step(cfg, batch),
-                      "torch sparse, eager attention": torch_step(cfg, batch, True, "eager"),
-                      "torch sparse, sdpa attention": torch_step(cfg, batch, True, "sdpa")}
+        contenders = {"minibert (numpy)": minibert_steps(cfg, batch),
+                      "torch sparse, eager attention": torch_steps(cfg, batch, True, "eager"),
+                      "torch sparse, sdpa attention": torch_steps(cfg, batch, True, "sdpa")}
         if not args.no_hf:
-            contenders["HF BertForPreTraining (dense)"] = torch_step(cfg, batch, False, "sdpa")
-        for fn in contenders.values():  # warm-up: first-touch allocations, BLAS buffers
-            for _ in range(3):
-                fn()
-        times = {k: [] for k in contenders}
-        for _ in range(args.steps):
-            for k, fn in contenders.items():
-                t0 = time.perf_counter()
-                fn()
-                times[k].append(time.perf_counter() - t0)
+            contenders["HF BertForPreTraining (dense)"] = torch_steps(cfg, batch, False, "sdpa")
+        runs = [(c, kind) for kind in KINDS for c in contenders]
+        times = {run: [] for run in runs}
+        for i in range(3 + args.steps):  # 3 warm-up rounds: first-touch allocations, BLAS buffers
+            for c, kind in runs:
+                prepare, fn = contenders[c][kind]
+                if prepare is not None:
+                    prepare()
+                seconds = _timed(fn)
+                if i >= 3:
+                    times[(c, kind)].append(seconds)
         flops = step_flops(cfg, B, T, M)
-        ours = np.median(times["minibert (numpy)"])
-        print(f"\n{name}: batch {B} x {T} tokens, {M} masked, {flops / 1e9:.2f} GFLOP per step (sparse)")
-        print(f"  {'contender':32s} {'ms/step':>9s} {'tokens/s':>10s} {'GFLOP/s':>8s} {'minibert/this':>14s}")
-        for k, ts in times.items():
-            med = np.median(ts)
-            print(f"  {k:32s} {1000 * med:9.1f} {B * T / med:10.0f} {flops / med / 1e9:8.1f} {ours / med:14.2f}")
+        print(f"\n{name}: batch {B} x {T} tokens, {M} masked, {flops / 1e9:.2f} GFLOP per step (sparse), "
+              f"load average now {os.getloadavg()[0]:.2f}")
+        print(f"  {'kind':10s} {'contender':32s} {'ms/step':>9s} {'tokens/s':>10s} {'GFLOP/s':>8s} {'of peak':>8s} "
+              f"{'minibert/this':>14s}")
+        for kind in KINDS:
+            ours = np.median(times[("minibert (numpy)", kind)])
+            for c in contenders:
+                med = np.median(times[(c, kind)])
+                if kind == "optimizer":  # no matmul work: throughput columns mean nothing
+                    print(f"  {kind:10s} {c:32s} {1000 * med:9.2f} {'':>10s} {'':>8s} {'':>8s} {ours / med:14.2f}")
+                else:
+                    gflops = flops / med / 1e9
+                    print(f"  {kind:10s} {c:32s} {1000 * med:9.1f} {B * T / med:10.0f} {gflops:8.1f} "
+                          f"{gflops / peak:8.0%} {ours / med:14.2f}")
 
 
 if __name__ == "__main__":

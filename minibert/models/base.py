@@ -6,7 +6,9 @@ from __future__ import annotations
 import numpy as np
 
 from minibert.config import BertConfig
+from minibert.flat import FlatArrays
 from minibert.models.init import init_param
+from minibert.optim import default_no_decay
 
 
 def _check_dtype(dtype):
@@ -32,13 +34,15 @@ class Model:
         self.training = True
         self.seed = seed
         self.rng = np.random.default_rng([seed, 1])  # dropout masks; separate from the init stream
-        # Parameters in Hugging Face's order (the order of the state dict), initialised as BERT does.
-        self.params: dict[str, np.ndarray] = {
-            name: np.zeros(shape, dtype=self.dtype) for name, shape in self.param_shapes().items()
-        }
+        # Parameters in Hugging Face's order (the order of the state dict), initialised as BERT does. They and
+        # their gradients are views into one flat buffer each (minibert.flat), so that clipping and AdamW run as
+        # a few large operations; the arrays AdamW does not decay form one segment at the end of the buffer.
+        shapes = self.param_shapes()
+        order = sorted(shapes, key=default_no_decay)  # stable: decayed first, then biases and LayerNorm
+        self.params: FlatArrays = FlatArrays(shapes, self.dtype, order=order)
         if init_weights:
             self.init_weights()
-        self.grads: dict[str, np.ndarray] = {name: np.zeros_like(p) for name, p in self.params.items()}
+        self.grads: FlatArrays = self.params.zeros_like()
 
     # ---------------------------------------------------------------- to override
     def param_shapes(self) -> dict[str, tuple[int, ...]]:
@@ -63,8 +67,11 @@ class Model:
         return self.train(False)
 
     def zero_grad(self):
-        for g in self.grads.values():
-            g.fill(0.0)
+        if self.grads.intact():
+            self.grads.buffer.fill(0.0)
+        else:
+            for g in self.grads.values():
+                g.fill(0.0)
 
     def num_parameters(self) -> int:
         return sum(p.size for p in self.params.values())
@@ -72,11 +79,12 @@ class Model:
     def astype(self, dtype):
         """Cast parameters (and gradients) to float32 or float64; returns self.
 
-        The arrays are replaced, so an optimizer made before must be made again."""
+        The arrays are replaced (new buffers; the dicts stay the same objects), so an optimizer made before must
+        be made again."""
         self.dtype = _check_dtype(dtype)
-        for name in self.params:
-            self.params[name] = np.ascontiguousarray(self.params[name], dtype=self.dtype)
-            self.grads[name] = np.zeros_like(self.params[name])
+        self.params.cast(self.dtype)
+        self.grads.cast(self.dtype)
+        self.grads.buffer.fill(0.0)
         return self
 
     # ---------------------------------------------------------------- checkpoints

@@ -146,6 +146,7 @@ def test_ten_adamw_steps_match_torch():
     copy_weights(model, hf)
     lr, steps, warmup, clip = 2e-3, 10, 3, 1.0
     opt = AdamW(model.params, model.grads, lr=lr, eps=1e-6, weight_decay=0.01)
+    assert opt.flat  # the flat-buffer update is the one compared with torch
     no_decay = [p for n, p in hf.named_parameters() if n.endswith("bias") or "LayerNorm" in n]
     decay = [p for n, p in hf.named_parameters() if not (n.endswith("bias") or "LayerNorm" in n)]
     torch_opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.01}, {"params": no_decay, "weight_decay": 0.0}],
