@@ -15,21 +15,41 @@ import math
 import numpy as np
 
 from minibert.layers.dropout import dropout_backward, dropout_forward
+from minibert.layers.threads import for_row_blocks
 
 
-def softmax_forward(scores):
-    """Softmax over the last axis, in place on `scores`."""
+def _softmax_forward_block(scores, additive_mask):
+    if additive_mask is not None:
+        scores += additive_mask  # padded keys get ~zero probability
     scores -= scores.max(axis=-1, keepdims=True)  # shift for stability: exp never overflows
     np.exp(scores, out=scores)
     scores /= scores.sum(axis=-1, keepdims=True)
+
+
+def softmax_forward(scores, additive_mask=None):
+    """Softmax over the last axis of `scores + additive_mask`, in place on `scores` (C-contiguous, 2-D or more).
+
+    additive_mask broadcasts against scores and has scores' first axis or 1 there (e.g. (B, 1, 1, T) for
+    scores (B, A, T, T)). Runs on blocks along the first axis (threads.py)."""
+    m = additive_mask
+    per_row = m is not None and m.shape[0] > 1  # one mask per batch row: slice it with the block
+
+    def block(s):
+        _softmax_forward_block(scores[s], m[s] if per_row else m)
+    for_row_blocks(block, scores.shape[0], scores.size // max(1, scores.shape[0]))
     return scores
 
 
-def softmax_backward(dprobs, probs):
-    """d scores = probs * (dprobs - sum(dprobs * probs)) over the last axis; overwrites dprobs."""
-    dot = np.einsum("bati,bati->bat", dprobs, probs)[..., None]  # (B, A, T, 1)
-    dprobs -= dot
+def _softmax_backward_block(dprobs, probs):
+    """d scores = probs * (dprobs - sum(dprobs * probs)) over the last axis, in place on dprobs."""
+    dprobs -= np.einsum("...i,...i->...", dprobs, probs)[..., None]
     dprobs *= probs
+
+
+def softmax_backward(dprobs, probs):
+    """The gradient w.r.t. the scores, overwriting dprobs (C-contiguous, same shape as probs)."""
+    for_row_blocks(lambda s: _softmax_backward_block(dprobs[s], probs[s]), probs.shape[0],
+                   probs.size // max(1, probs.shape[0]))
     return dprobs
 
 
@@ -52,9 +72,7 @@ def self_attention_forward(x, params, prefix, additive_mask, num_heads, p_drop, 
     qkv = np.ascontiguousarray(qkv.reshape(B, T, 3, A, D).transpose(2, 0, 3, 1, 4))  # (3, B, A, T, D)
     q, k, v = qkv[0], qkv[1], qkv[2]  # each (B, A, T, D); q already scaled
     scores = q @ k.transpose(0, 1, 3, 2)  # (B, A, T, T)
-    if additive_mask is not None:
-        scores += additive_mask  # (B, 1, 1, T) broadcast: padded keys get ~zero probability
-    probs = softmax_forward(scores)  # (B, A, T, T)
+    probs = softmax_forward(scores, additive_mask)  # (B, A, T, T); mask (B, 1, 1, T): padded keys get ~0
     probs_dropped, drop_mask = dropout_forward(probs, p_drop, rng, training)  # (B, A, T, T)
     context = probs_dropped @ v  # (B, A, T, D)
     context = context.transpose(0, 2, 1, 3).reshape(B, T, H)  # (B, T, H): heads side by side
