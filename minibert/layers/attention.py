@@ -15,7 +15,7 @@ import math
 import numpy as np
 
 from minibert.layers.dropout import dropout_backward, dropout_forward
-from minibert.layers.threads import for_row_blocks
+from minibert.layers.threads import for_row_blocks, sum_rows
 
 
 def _softmax_forward_block(scores, additive_mask):
@@ -67,7 +67,7 @@ def self_attention_forward(x, params, prefix, additive_mask, num_heads, p_drop, 
     w_qkv[:H] *= scale
     b_qkv[:H] *= scale
     qkv = x.reshape(B * T, H) @ w_qkv.T  # (B*T, 3H)
-    qkv += b_qkv
+    for_row_blocks(lambda s: np.add(qkv[s], b_qkv, out=qkv[s]), *qkv.shape)
     # One copy into head-major layout, so each head's (T, D) block is contiguous for the batched matmuls.
     qkv = np.ascontiguousarray(qkv.reshape(B, T, 3, A, D).transpose(2, 0, 3, 1, 4))  # (3, B, A, T, D)
     q, k, v = qkv[0], qkv[1], qkv[2]  # each (B, A, T, D); q already scaled
@@ -96,7 +96,7 @@ def self_attention_backward(dcontext, cache, grads, prefix):
     np.matmul(dscores.transpose(0, 1, 3, 2), q, out=dqkv[1])  # dk (B, A, T, D); q carries the scale
     dqkv = dqkv.transpose(1, 3, 0, 2, 4).reshape(B * T, 3 * H)  # (B*T, 3H), the layout of the qkv matmul
     dw_qkv = dqkv.T @ x.reshape(B * T, H)  # (3H, H) w.r.t. the scaled weights
-    db_qkv = dqkv.sum(axis=0)  # (3H,)
+    db_qkv = sum_rows(dqkv)  # (3H,)
     dw_qkv[:H] *= scale  # chain rule through the folded scale: d/dWq = scale * d/d(scale Wq)
     db_qkv[:H] *= scale
     for i, n in enumerate(("query", "key", "value")):

@@ -9,7 +9,7 @@ different threads; the parameter gradients (sums over all rows) are taken on the
 
 import numpy as np
 
-from minibert.layers.threads import for_row_blocks
+from minibert.layers.threads import for_row_blocks, sum_rows
 
 
 def _layernorm_forward_block(x, w, b, eps, out, xhat, rstd):
@@ -52,8 +52,8 @@ def layernorm_backward(dout, cache, w, dw, db):
     d2 = dout.reshape(-1, H)  # (N, H)
     x2 = xhat.reshape(-1, H)  # (N, H)
     r2 = rstd.reshape(-1, 1)  # (N, 1)
-    dw += np.einsum("nh,nh->h", d2, x2)  # (H,)  sum over tokens of dout * xhat
-    db += d2.sum(axis=0)  # (H,)
+    dw += sum_rows(d2, x2)  # (H,)  sum over tokens of dout * xhat
+    db += sum_rows(d2)  # (H,)
     dx = np.empty_like(x2)  # (N, H)
     for_row_blocks(lambda s: _layernorm_backward_block(d2[s], x2[s], r2[s], w, dx[s]), len(x2), H)
     return dx.reshape(xhat.shape)  # (..., H)

@@ -23,6 +23,8 @@ Block functions must not call for_row_blocks themselves (the pool does not nest)
 import os
 from concurrent.futures import ThreadPoolExecutor
 
+import numpy as np
+
 BLOCK_ELEMENTS = 32 * 1024  # 128 KiB of float32 per array per block: several arrays of a block fit in L2
 MIN_ELEMENTS_PER_THREAD = 64 * 1024  # below this a thread hand-off (~20-50 us) costs more than it saves
 
@@ -62,9 +64,13 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_pool_after_fork)
 
 
+def rows_per_block(row_size):
+    return max(1, BLOCK_ELEMENTS // max(1, row_size))
+
+
 def row_blocks(n_rows, row_size):
     """Slices of about BLOCK_ELEMENTS elements covering rows 0..n_rows-1, in order."""
-    rows = max(1, BLOCK_ELEMENTS // max(1, row_size))
+    rows = rows_per_block(row_size)
     return [slice(i, min(i + rows, n_rows)) for i in range(0, n_rows, rows)]
 
 
@@ -91,3 +97,19 @@ def for_row_blocks(fn, n_rows, row_size):
     finally:
         for f in futures:
             f.result()  # wait for every run (and re-raise its error) before the caller reads the outputs
+
+
+def sum_rows(x2, weights=None):
+    """x2 (N, C) -> (C,): the sum over rows of x2 (of x2 * weights if given, same shape). Each block sums its
+    rows on the threads; the block sums are then added in block order, so any thread count gives the same bits."""
+    N, C = x2.shape
+    rows = rows_per_block(C)
+    partial = np.empty(((N + rows - 1) // rows, C), dtype=np.result_type(x2, *(() if weights is None else (weights,))))
+
+    def block(s):
+        if weights is None:
+            np.sum(x2[s], axis=0, out=partial[s.start // rows])
+        else:
+            np.einsum("nc,nc->c", x2[s], weights[s], out=partial[s.start // rows])
+    for_row_blocks(block, N, C)
+    return partial.sum(axis=0)

@@ -15,6 +15,7 @@ from minibert.layers.activations import gelu_backward, gelu_forward
 from minibert.layers.attention import softmax_backward, softmax_forward
 from minibert.layers.dropout import dropout_backward, dropout_forward
 from minibert.layers.layernorm import layernorm_backward, layernorm_forward
+from minibert.layers.linear import linear_backward, linear_forward
 from minibert.layers.loss import cross_entropy_backward, cross_entropy_forward
 
 
@@ -49,6 +50,14 @@ def test_errors_reach_the_caller(tiny_blocks):
         threads.for_row_blocks(fn, 20, 10)
 
 
+@pytest.mark.parametrize("n_threads", [1, 2, 3])
+def test_sum_rows(tiny_blocks, n_threads):
+    threads.set_num_threads(n_threads)
+    x, w = np.random.default_rng(0).standard_normal((2, 23, 7))
+    np.testing.assert_allclose(threads.sum_rows(x), x.sum(axis=0), rtol=1e-13)
+    np.testing.assert_allclose(threads.sum_rows(x, w), (x * w).sum(axis=0), rtol=1e-13)
+
+
 def test_thread_count_follows_blas(monkeypatch):
     monkeypatch.setenv("OPENBLAS_NUM_THREADS", "3")
     assert threads._threads_from_environment() == 3
@@ -69,6 +78,11 @@ def _layer_results(dtype):
     logits, labels = f(23, 17), r.integers(0, 17, 23)
     labels[[3, 10]] = -100
     out = {}
+    wl, dl = f(6, 11), f(5, 9, 6)
+    out["linear"], c = linear_forward(x, wl, b[:6])
+    dw, db = np.zeros((6, 11), dtype=dtype), np.zeros(6, dtype=dtype)
+    out["linear_d"] = linear_backward(dl, c, wl, dw, db)
+    out["linear_dw"], out["linear_db"] = dw, db
     out["gelu"], c = gelu_forward(x)
     out["gelu_d"] = gelu_backward(d, c)
     out["ln"], c = layernorm_forward(x, w, b, 1e-12)
@@ -81,7 +95,7 @@ def _layer_results(dtype):
     out["drop_d"] = dropout_backward(d, c)
     loss, c = cross_entropy_forward(logits, labels)
     out["ce"], out["ce_d"] = np.array(loss), cross_entropy_backward(c, 0.5)
-    return out, dict(x=x, d=d, w=w, b=b, scores=scores, dprobs=dprobs, mask=mask, logits=logits, labels=labels)
+    return out, dict(x=x, d=d, w=w, b=b, wl=wl, dl=dl, scores=scores, dprobs=dprobs, mask=mask, logits=logits, labels=labels)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -99,6 +113,11 @@ def test_blocked_layers_match_whole_array_formulas(tiny_blocks):
     threads.set_num_threads(3)
     out, a = _layer_results(np.float64)
     x, d, w, b = a["x"], a["d"], a["w"], a["b"]
+    wl, dl = a["wl"], a["dl"]
+    np.testing.assert_allclose(out["linear"], x @ wl.T + b[:6], rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(out["linear_d"], dl @ wl, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(out["linear_dw"], dl.reshape(-1, 6).T @ x.reshape(-1, 11), rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(out["linear_db"], dl.sum(axis=(0, 1)), rtol=1e-12, atol=1e-14)
     from scipy.special import erf
     cdf = 0.5 * (1 + erf(x / np.sqrt(2)))
     np.testing.assert_allclose(out["gelu"], x * cdf, rtol=1e-12, atol=1e-14)
@@ -107,6 +126,8 @@ def test_blocked_layers_match_whole_array_formulas(tiny_blocks):
     mean, var = x.mean(-1, keepdims=True), x.var(-1, keepdims=True)
     xhat = (x - mean) / np.sqrt(var + 1e-12)
     np.testing.assert_allclose(out["ln"], xhat * w + b, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(out["ln_dw"], (d * xhat).sum(axis=(0, 1)), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(out["ln_db"], d.sum(axis=(0, 1)), rtol=1e-12, atol=1e-14)
     g = d * w
     dx = (g - g.mean(-1, keepdims=True) - xhat * (g * xhat).mean(-1, keepdims=True)) / np.sqrt(var + 1e-12)
     np.testing.assert_allclose(out["ln_d"], dx, rtol=1e-9, atol=1e-11)
