@@ -15,7 +15,7 @@ import math
 import numpy as np
 
 from minibert.layers.dropout import dropout_backward, dropout_forward
-from minibert.layers.threads import for_row_blocks, sum_rows
+from minibert.layers.threads import batched_matmul, for_row_blocks, sum_rows
 
 
 def _softmax_forward_block(scores, additive_mask):
@@ -71,10 +71,10 @@ def self_attention_forward(x, params, prefix, additive_mask, num_heads, p_drop, 
     # One copy into head-major layout, so each head's (T, D) block is contiguous for the batched matmuls.
     qkv = np.ascontiguousarray(qkv.reshape(B, T, 3, A, D).transpose(2, 0, 3, 1, 4))  # (3, B, A, T, D)
     q, k, v = qkv[0], qkv[1], qkv[2]  # each (B, A, T, D); q already scaled
-    scores = q @ k.transpose(0, 1, 3, 2)  # (B, A, T, T)
+    scores = batched_matmul(q, k.transpose(0, 1, 3, 2))  # (B, A, T, T)
     probs = softmax_forward(scores, additive_mask)  # (B, A, T, T); mask (B, 1, 1, T): padded keys get ~0
     probs_dropped, drop_mask = dropout_forward(probs, p_drop, rng, training)  # (B, A, T, T)
-    context = probs_dropped @ v  # (B, A, T, D)
+    context = batched_matmul(probs_dropped, v)  # (B, A, T, D)
     context = context.transpose(0, 2, 1, 3).reshape(B, T, H)  # (B, T, H): heads side by side
     cache = (x, w_qkv, q, k, v, probs, probs_dropped, drop_mask, scale)
     # The second result is what output_attentions shows: the weights the context was built with (after
@@ -87,13 +87,13 @@ def self_attention_backward(dcontext, cache, grads, prefix):
     B, A, T, D = q.shape
     H = A * D
     dcontext = dcontext.reshape(B, T, A, D).transpose(0, 2, 1, 3)  # (B, A, T, D)
-    dprobs = dcontext @ v.transpose(0, 1, 3, 2)  # (B, A, T, T)
+    dprobs = batched_matmul(dcontext, v.transpose(0, 1, 3, 2))  # (B, A, T, T)
     dqkv = np.empty((3, B, A, T, D), dtype=x.dtype)
-    np.matmul(probs_dropped.transpose(0, 1, 3, 2), dcontext, out=dqkv[2])  # dv (B, A, T, D)
+    batched_matmul(probs_dropped.transpose(0, 1, 3, 2), dcontext, out=dqkv[2])  # dv (B, A, T, D)
     dprobs = dropout_backward(dprobs, drop_mask)  # (B, A, T, T)
     dscores = softmax_backward(dprobs, probs)  # (B, A, T, T); the additive mask has no gradient
-    np.matmul(dscores, k, out=dqkv[0])  # d(scaled q) (B, A, T, D)
-    np.matmul(dscores.transpose(0, 1, 3, 2), q, out=dqkv[1])  # dk (B, A, T, D); q carries the scale
+    batched_matmul(dscores, k, out=dqkv[0])  # d(scaled q) (B, A, T, D)
+    batched_matmul(dscores.transpose(0, 1, 3, 2), q, out=dqkv[1])  # dk (B, A, T, D); q carries the scale
     dqkv = dqkv.transpose(1, 3, 0, 2, 4).reshape(B * T, 3 * H)  # (B*T, 3H), the layout of the qkv matmul
     dw_qkv = dqkv.T @ x.reshape(B * T, H)  # (3H, H) w.r.t. the scaled weights
     db_qkv = sum_rows(dqkv)  # (3H,)

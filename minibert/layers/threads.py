@@ -113,3 +113,14 @@ def sum_rows(x2, weights=None):
             np.einsum("nc,nc->c", x2[s], weights[s], out=partial[s.start // rows])
     for_row_blocks(block, N, C)
     return partial.sum(axis=0)
+
+
+def batched_matmul(a, b, out=None):
+    """a @ b for stacks of matrices (first axis the batch, e.g. (B, A, T, D) @ (B, A, D, T)), blocks of the batch
+    on the threads. NumPy runs a stacked matmul as one small BLAS call per matrix, each too small for BLAS to
+    thread, so without this attention's products run on one core."""
+    if out is None:
+        out = np.empty(np.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (a.shape[-2], b.shape[-1]),
+                       dtype=np.result_type(a, b))
+    for_row_blocks(lambda s: np.matmul(a[s], b[s], out=out[s]), out.shape[0], out[0].size)
+    return out
