@@ -2,7 +2,8 @@
 
 NumPy runs every ufunc (exp, multiply, a row sum...) on one thread, but it releases the GIL while the loop runs.
 So Python threads that each take different rows of the same arrays run on different cores at the same time, as
-torch's OpenMP loops do. The layers use this for their elementwise passes (GELU, LayerNorm, softmax, dropout):
+torch's OpenMP loops do. The layers use this for their elementwise passes (GELU, LayerNorm, softmax, dropout,
+bias adds, cross-entropy), for sums over rows (bias gradients) and for attention's stacked matmuls:
 
     def _double_block(x, out):          # plain array code for one block of rows
         np.multiply(x, 2, out=out)
