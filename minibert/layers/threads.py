@@ -105,7 +105,8 @@ def sum_rows(x2, weights=None):
     rows on the threads; the block sums are then added in block order, so any thread count gives the same bits."""
     N, C = x2.shape
     rows = rows_per_block(C)
-    partial = np.empty(((N + rows - 1) // rows, C), dtype=np.result_type(x2, *(() if weights is None else (weights,))))
+    dtype = x2.dtype if weights is None else np.result_type(x2, weights)
+    partial = np.empty(((N + rows - 1) // rows, C), dtype=dtype)  # one row of sums per block
 
     def block(s):
         if weights is None:
@@ -117,11 +118,12 @@ def sum_rows(x2, weights=None):
 
 
 def batched_matmul(a, b, out=None):
-    """a @ b for stacks of matrices (first axis the batch, e.g. (B, A, T, D) @ (B, A, D, T)), blocks of the batch
-    on the threads. NumPy runs a stacked matmul as one small BLAS call per matrix, each too small for BLAS to
-    thread, so without this attention's products run on one core."""
+    """a @ b for stacks of matrices with the same leading axes (e.g. (B, A, T, D) @ (B, A, D, T)), blocks of the
+    first axis on the threads. NumPy runs a stacked matmul as one small BLAS call per matrix, each too small for
+    BLAS to thread, so without this attention's products run on one core."""
+    if a.shape[:-2] != b.shape[:-2]:
+        raise ValueError(f"batched_matmul needs equal leading axes, got {a.shape} @ {b.shape}")
     if out is None:
-        out = np.empty(np.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (a.shape[-2], b.shape[-1]),
-                       dtype=np.result_type(a, b))
+        out = np.empty(a.shape[:-1] + b.shape[-1:], dtype=np.result_type(a, b))
     for_row_blocks(lambda s: np.matmul(a[s], b[s], out=out[s]), out.shape[0], out[0].size)
     return out

@@ -95,7 +95,8 @@ def _layer_results(dtype):
     out["drop_d"] = dropout_backward(d, c)
     loss, c = cross_entropy_forward(logits, labels)
     out["ce"], out["ce_d"] = np.array(loss), cross_entropy_backward(c, 0.5)
-    return out, dict(x=x, d=d, w=w, b=b, wl=wl, dl=dl, scores=scores, dprobs=dprobs, mask=mask, logits=logits, labels=labels)
+    return out, dict(x=x, d=d, w=w, b=b, wl=wl, dl=dl, scores=scores, dprobs=dprobs, mask=mask, logits=logits,
+                     labels=labels)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
