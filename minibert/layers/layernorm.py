@@ -2,22 +2,48 @@
 
 The backward is the compact form derived in llm.c's doc/layernorm: with xhat the normalised input and
 g = dout * w, dx = rstd * (g - mean(g) - xhat * mean(g * xhat)).
+
+Both directions run on row blocks (threads.py): each row is normalised on its own, so blocks of rows run on
+different threads; the parameter gradients (sums over all rows) are taken on the whole arrays.
 """
 
 import numpy as np
 
+from minibert.layers.threads import for_row_blocks, sum_rows
+
+
+def _layernorm_forward_block(x, w, b, eps, out, xhat, rstd):
+    # x (n, H) -> out (n, H), xhat (n, H), rstd (n, 1)
+    np.subtract(x, x.mean(axis=-1, keepdims=True), out=xhat)  # centred
+    np.multiply(xhat, xhat, out=out)  # out as scratch
+    var = out.mean(axis=-1, keepdims=True)  # (n, 1) biased variance, as torch uses
+    var += eps
+    np.sqrt(var, out=var)
+    np.divide(1.0, var, out=rstd)
+    xhat *= rstd
+    np.multiply(xhat, w, out=out)
+    out += b
+
 
 def layernorm_forward(x, w, b, eps):
     # x (..., H)  w (H,)  b (H,)
-    mean = x.mean(axis=-1, keepdims=True)  # (..., 1)
-    xc = x - mean  # (..., H)
-    var = np.mean(xc * xc, axis=-1, keepdims=True)  # (..., 1) biased variance, as torch uses
-    rstd = 1.0 / np.sqrt(var + eps)  # (..., 1)
-    xhat = xc  # reuse the buffer: xc is not needed any more
-    xhat *= rstd  # (..., H)
-    out = xhat * w  # (..., H)
-    out += b
-    return out, (xhat, rstd)
+    H = x.shape[-1]
+    x2 = x.reshape(-1, H)  # (N, H)
+    out, xhat = np.empty_like(x2), np.empty_like(x2)  # (N, H)
+    rstd = np.empty((len(x2), 1), dtype=x2.dtype)  # (N, 1)
+    for_row_blocks(lambda s: _layernorm_forward_block(x2[s], w, b, eps, out[s], xhat[s], rstd[s]), *x2.shape)
+    return out.reshape(x.shape), (xhat.reshape(x.shape), rstd.reshape(*x.shape[:-1], 1))
+
+
+def _layernorm_backward_block(dout, xhat, rstd, w, dx):
+    # dout, xhat (n, H), rstd (n, 1) -> dx (n, H)
+    g = np.multiply(dout, w, out=dx)  # (n, H) gradient w.r.t. xhat, built in dx's memory
+    g_mean = g.mean(axis=-1, keepdims=True)  # (n, 1)
+    gx_mean = np.einsum("nh,nh->n", g, xhat)[:, None]  # (n, 1) sum of g * xhat ...
+    gx_mean /= xhat.shape[-1]  # ... / H: its mean
+    g -= g_mean
+    g -= xhat * gx_mean
+    g *= rstd
 
 
 def layernorm_backward(dout, cache, w, dw, db):
@@ -25,12 +51,9 @@ def layernorm_backward(dout, cache, w, dw, db):
     H = xhat.shape[-1]
     d2 = dout.reshape(-1, H)  # (N, H)
     x2 = xhat.reshape(-1, H)  # (N, H)
-    dw += np.einsum("nh,nh->h", d2, x2)  # (H,)  sum over tokens of dout * xhat
-    db += d2.sum(axis=0)  # (H,)
-    g = dout * w  # (..., H) gradient w.r.t. xhat
-    g_mean = g.mean(axis=-1, keepdims=True)  # (..., 1)
-    gx_mean = np.mean(g * xhat, axis=-1, keepdims=True)  # (..., 1)
-    g -= g_mean
-    g -= xhat * gx_mean
-    g *= rstd
-    return g  # (..., H)
+    r2 = rstd.reshape(-1, 1)  # (N, 1)
+    dw += sum_rows(d2, x2)  # (H,)  sum over tokens of dout * xhat
+    db += sum_rows(d2)  # (H,)
+    dx = np.empty_like(x2)  # (N, H)
+    for_row_blocks(lambda s: _layernorm_backward_block(d2[s], x2[s], r2[s], w, dx[s]), len(x2), H)
+    return dx.reshape(xhat.shape)  # (..., H)
