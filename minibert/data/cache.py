@@ -115,6 +115,8 @@ def _tokenize(corpus, tokenizer, progress: bool) -> TokenizedCorpus:
                 total += len(pieces)
                 sentence_starts.append(total)
         doc_starts.append(len(sentence_starts) - 1)
+    if hasattr(tokenizer, "clear_cache"):
+        tokenizer.clear_cache()  # the corpus's distinct words: no use after this, and would stay for the whole run
     vocab_size = len(tokenizer.vocab)
     dtype = np.uint16 if vocab_size <= np.iinfo(np.uint16).max + 1 else np.int32
     flat = np.concatenate(ids).astype(dtype) if ids else np.zeros(0, dtype=dtype)

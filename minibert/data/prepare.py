@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from minibert._malloc import release_freed_memory
 from minibert.data.cache import atomic_folder, cache_root, tokenize_corpus
 from minibert.data.corpus import Corpus, load_corpus, split_documents
 
@@ -62,7 +63,13 @@ def get_tokenizer(corpus: Corpus, train_doc_ids: list[int], tokenizer_dir: str |
     tokenizer = train_wordpiece(texts, vocab_size=vocab_size, progress=progress, score=TOKENIZER_SCORE)
     with atomic_folder(folder) as tmp:
         tokenizer.save_pretrained(tmp)
-    return tokenizer
+    # Training peaks at ~170 MB of small Python objects. The vocabulary's strings, made during the merges, are
+    # scattered over that memory and would pin most of it in the process for the whole run (~110 MB). Reloaded
+    # from the files just written (exactly what later runs do), the trained tokenizer and its strings go, and
+    # the memory with them.
+    del tokenizer, texts
+    release_freed_memory()
+    return WordPieceTokenizer.from_pretrained(folder)
 
 
 def check_tokenizer(tokenizer, where: str) -> None:
@@ -91,4 +98,5 @@ def prepare_data(sources, text_field="text", tokenizer_dir=None, vocab_size=8192
         raise ValueError(f"corpus {corpus.name} is too small after tokenization: {n_train} training tokens and "
                          f"{n_eval} held-out tokens (need at least {MIN_TRAIN_TOKENS} and 1)")
     log(f"tokens: {n_train:,} for training, {n_eval:,} held out (vocabulary {len(tokenizer.vocab):,})")
+    release_freed_memory()  # reading and tokenizing the corpus freed more than training will reuse (~30 MB)
     return PreparedData(corpus, tokenizer, train_docs, eval_docs, n_train, n_eval, time.perf_counter() - start)
