@@ -20,6 +20,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from minibert._malloc import release_freed_memory
+
 OBJECTIVES = ("mlm", "mlm+nsp")
 EXAMPLES_STREAM = 1  # separates this random stream from the masking and dropout streams of the same seed
 
@@ -199,6 +201,7 @@ class PackedExamples:
     def __getitem__(self, i):
         if isinstance(i, slice):
             return [self[j] for j in range(*i.indices(len(self)))]
+        i = range(len(self))[i]  # negative indices count from the end; out of range raises IndexError
         num_a, is_random_next, doc, other_doc = self.fields[i].tolist()
         tokens = self.tokens[self.starts[i]:self.starts[i + 1]].astype(np.int64)
         return Example(tokens, num_a, is_random_next, doc, other_doc)
@@ -220,8 +223,10 @@ class ExampleStream:
     def _build(self, epoch: int) -> PackedExamples:
         rng = np.random.default_rng([self.seed, EXAMPLES_STREAM, epoch])
         self._examples = None  # the previous epoch's examples go before the next epoch's are made
-        return PackedExamples(make_examples(self.documents, self.objective, self.max_seq_len, rng, self.cls_id,
-                                            self.sep_id, self.short_seq_prob))
+        packed = PackedExamples(make_examples(self.documents, self.objective, self.max_seq_len, rng, self.cls_id,
+                                              self.sep_id, self.short_seq_prob))
+        release_freed_memory()  # making the Example objects took ~25 MB more than the packed arrays keep
+        return packed
 
     def __len__(self) -> int:
         """Examples in the current epoch (it varies a little from epoch to epoch)."""
