@@ -5,7 +5,12 @@ malloc serves blocks above a (dynamic) threshold with fresh mmap()s and trims fr
 so every step re-faults those pages: about 20,000 page faults (80 MB zeroed by the kernel) per mini step. Raising
 the mmap and trim thresholds makes malloc reuse the memory: no page faults after the first step.
 
-Only glibc has mallopt; elsewhere this does nothing. Set MINIBERT_NO_MALLOPT=1 to leave malloc alone.
+The price: memory freed by a phase that needs much more than training (training the tokenizer, reading the
+corpus) would stay in the process for good. So those phases end with `release_freed_memory()` (malloc_trim),
+which hands the free pages back once; the training steps that follow still reuse their own memory.
+
+Only glibc has mallopt and malloc_trim; elsewhere these do nothing. Set MINIBERT_NO_MALLOPT=1 to leave malloc
+alone.
 """
 
 import ctypes
@@ -16,13 +21,32 @@ M_TRIM_THRESHOLD = -1
 M_MMAP_THRESHOLD = -3
 
 
+def _libc_function(name: str):
+    try:
+        return getattr(ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6"), name)
+    except (OSError, AttributeError):
+        return None
+
+
 def keep_freed_memory() -> bool:
     if os.environ.get("MINIBERT_NO_MALLOPT"):
         return False
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        mallopt = libc.mallopt
-    except (OSError, AttributeError):
+    mallopt = _libc_function("mallopt")
+    if mallopt is None:
         return False
     # 32 MiB is the largest mmap threshold glibc accepts on 64-bit; the trim threshold is an int.
     return bool(mallopt(M_MMAP_THRESHOLD, 32 * 1024 * 1024)) and bool(mallopt(M_TRIM_THRESHOLD, 1 << 30))
+
+
+def release_freed_memory() -> bool:
+    """Give the memory malloc holds but nobody uses back to the kernel (glibc's malloc_trim(0)); call it after
+    a phase whose temporaries were larger than what comes next. Returns True if memory was released. Costs a
+    few milliseconds (it walks the free lists)."""
+    if os.environ.get("MINIBERT_NO_MALLOPT"):
+        return False
+    malloc_trim = _libc_function("malloc_trim")
+    if malloc_trim is None:
+        return False
+    import gc
+    gc.collect()  # reference cycles left by the phase are memory too
+    return bool(malloc_trim(0))

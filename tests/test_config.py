@@ -53,3 +53,13 @@ def test_keep_freed_memory_reports_success_on_glibc(monkeypatch):
     import platform
     if platform.libc_ver()[0] == "glibc":
         assert keep_freed_memory() is True
+
+
+def test_release_freed_memory_honours_the_opt_out(monkeypatch):
+    from minibert._malloc import release_freed_memory
+    monkeypatch.setenv("MINIBERT_NO_MALLOPT", "1")
+    assert release_freed_memory() is False
+    monkeypatch.delenv("MINIBERT_NO_MALLOPT")
+    import platform
+    if platform.libc_ver()[0] == "glibc":
+        assert isinstance(release_freed_memory(), bool)

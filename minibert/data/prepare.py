@@ -14,7 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
-from minibert.data.cache import atomic_folder, cache_root, tokenize_corpus
+from minibert._malloc import release_freed_memory
+from minibert.data.cache import DocumentViews, TokenizedCorpus, atomic_folder, cache_root, tokenize_corpus
 from minibert.data.corpus import Corpus, load_corpus, split_documents
 
 MIN_TRAIN_TOKENS = 64
@@ -28,8 +29,8 @@ TOKENIZER_SCORE = "frequency"
 class PreparedData:
     corpus: Corpus
     tokenizer: object                     # a minibert WordPieceTokenizer
-    train_documents: list[list[np.ndarray]]
-    eval_documents: list[list[np.ndarray]]
+    train_documents: DocumentViews         # documents of sentences (token id arrays), made on access
+    eval_documents: DocumentViews
     train_tokens: int
     eval_tokens: int
     seconds: float                        # how long preparation took
@@ -62,7 +63,13 @@ def get_tokenizer(corpus: Corpus, train_doc_ids: list[int], tokenizer_dir: str |
     tokenizer = train_wordpiece(texts, vocab_size=vocab_size, progress=progress, score=TOKENIZER_SCORE)
     with atomic_folder(folder) as tmp:
         tokenizer.save_pretrained(tmp)
-    return tokenizer
+    # Training peaks at ~170 MB of small Python objects. The vocabulary's strings, made during the merges, are
+    # scattered over that memory and would pin most of it in the process for the whole run (~110 MB). Reloaded
+    # from the files just written (exactly what later runs do), the trained tokenizer and its strings go, and
+    # the memory with them.
+    del tokenizer, texts
+    release_freed_memory()
+    return WordPieceTokenizer.from_pretrained(folder)
 
 
 def check_tokenizer(tokenizer, where: str) -> None:
@@ -83,12 +90,20 @@ def prepare_data(sources, text_field="text", tokenizer_dir=None, vocab_size=8192
     tokenizer = get_tokenizer(corpus, train_ids, tokenizer_dir, vocab_size, progress, log)
     check_tokenizer(tokenizer, tokenizer_dir or "(trained)")
     tokens = tokenize_corpus(corpus, tokenizer, cache=cache, progress=progress)
-    train_docs = [d for d in tokens.documents(train_ids) if d]
-    eval_docs = [d for d in tokens.documents(eval_ids) if d]
-    n_train = sum(len(s) for d in train_docs for s in d)
-    n_eval = sum(len(s) for d in eval_docs for s in d)
+    sentences = np.diff(tokens.doc_starts)  # per document; documents with no tokens are left out
+    train_docs = tokens.document_views([d for d in train_ids if sentences[d]])
+    eval_docs = tokens.document_views([d for d in eval_ids if sentences[d]])
+    n_train, n_eval = _num_tokens(tokens, train_docs.indices), _num_tokens(tokens, eval_docs.indices)
     if n_train < MIN_TRAIN_TOKENS or not eval_docs:
         raise ValueError(f"corpus {corpus.name} is too small after tokenization: {n_train} training tokens and "
                          f"{n_eval} held-out tokens (need at least {MIN_TRAIN_TOKENS} and 1)")
     log(f"tokens: {n_train:,} for training, {n_eval:,} held out (vocabulary {len(tokenizer.vocab):,})")
+    release_freed_memory()  # reading and tokenizing the corpus freed more than training will reuse (~30 MB)
     return PreparedData(corpus, tokenizer, train_docs, eval_docs, n_train, n_eval, time.perf_counter() - start)
+
+
+def _num_tokens(tokens: TokenizedCorpus, doc_indices: np.ndarray) -> int:
+    """Tokens in the given documents (from the index arrays alone)."""
+    first = tokens.sentence_starts[tokens.doc_starts[doc_indices]]
+    last = tokens.sentence_starts[tokens.doc_starts[doc_indices + 1]]
+    return int((last - first).sum())

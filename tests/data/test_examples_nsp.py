@@ -108,3 +108,19 @@ def test_stream_is_deterministic_and_resumes_from_its_state(objective):
     assert [e.tokens.tolist() for e in c.take(40)] == rest
     # a new epoch is a new order (and, for NSP, new pairs)
     assert first[:len(a)] != first[len(a):] or len(a) < 2
+
+
+@pytest.mark.parametrize("objective", ["mlm", "mlm+nsp"])
+def test_packed_examples_give_back_equal_examples(objective):
+    from minibert.data.examples import PackedExamples
+    docs, _ = make_documents(40)
+    examples = make_examples(docs, objective, 24, np.random.default_rng(5), CLS, SEP)
+    packed = PackedExamples(examples)
+    assert len(packed) == len(examples)
+    for i in (0, len(examples) // 2, len(examples) - 1, -1):
+        e, p = examples[i], packed[i]
+        assert p.tokens.dtype == np.int64 and p.tokens.tolist() == e.tokens.tolist()
+        assert (p.num_a, p.is_random_next, p.doc, p.other_doc) == (e.num_a, e.is_random_next, e.doc, e.other_doc)
+    assert [e.tokens.tolist() for e in packed[3:7]] == [e.tokens.tolist() for e in examples[3:7]]
+    big = [e.__class__(e.tokens + 70_000, e.num_a, e.is_random_next, e.doc, e.other_doc) for e in examples[:3]]
+    assert PackedExamples(big)[2].tokens.tolist() == big[2].tokens.tolist()  # ids past uint16 are kept whole

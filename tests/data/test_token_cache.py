@@ -33,3 +33,18 @@ def test_token_ids_are_cached_as_plain_npy_and_reused(tmp_path, monkeypatch):
     write_corpus(path, synthetic_documents(60, seed=1))
     prepare_data([str(path)], vocab_size=120, progress=False, log=lambda *a: None)
     assert len(list((cache_root() / "tokens").iterdir())) == 2
+
+
+def test_document_views_hold_the_same_ids_as_documents(tmp_path, monkeypatch):
+    monkeypatch.setenv("MINIBERT_CACHE", str(tmp_path / "cache"))
+    path = write_corpus(tmp_path / "c.txt", synthetic_documents(30))
+    data = prepare_data([str(path)], vocab_size=120, progress=False, log=lambda *a: None)
+    tokens = tokenize_corpus(load_corpus(str(path)), data.tokenizer, progress=False)
+    views = data.train_documents
+    assert len(views) + len(data.eval_documents) == tokens.num_documents  # no empty documents here
+    expected = tokens.documents(views.indices)
+    assert [[s.tolist() for s in d] for d in views] == [[s.tolist() for s in d] for d in expected]
+    assert [s.tolist() for s in views[-1]] == [s.tolist() for s in expected[-1]]
+    assert len(views[2:5]) == 3
+    assert data.train_tokens == sum(len(s) for d in expected for s in d)
+    assert data.eval_tokens == sum(len(s) for d in data.eval_documents for s in d)

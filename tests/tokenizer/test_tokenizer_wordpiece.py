@@ -190,3 +190,13 @@ def test_error_messages_are_one_line(tmp_path):
 def test_non_text_input(tok):
     with pytest.raises(ValueError, match="expected a str"):
         tok.encode(None)
+
+
+def test_clear_cache_empties_the_cache_and_changes_no_output():
+    from minibert.tokenizer import WordPieceTokenizer
+    tok = WordPieceTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hello", "world", "!", "##s"])
+    before = tok.tokenize("hellos world!")
+    assert tok._cache
+    tok.clear_cache()
+    assert not tok._cache
+    assert tok.tokenize("hellos world!") == before == ["hello", "##s", "world", "!"]
