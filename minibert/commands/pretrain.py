@@ -45,7 +45,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                        help=f"dropout during pre-training (short runs learn faster without) [{D.dropout}]")
     model.add_argument("--seq-len", type=int, metavar="N", default=None,
                        help="tokens per sequence [min(128, the model's max positions): 64 for mini and tiny]")
-    model.add_argument("--mask-prob", type=float, metavar="X", default=None, help=f"share of tokens to predict [{D.mask_prob}]")
+    model.add_argument("--mask-prob", type=float, metavar="X", default=None,
+                       help=f"share of tokens to predict in training; held-out masks stay at 15%% [{D.mask_prob}]")
     model.add_argument("--whole-word-mask", action="store_true", default=None,
                        help="mask all pieces of a word together")
     model.add_argument("--short-seq-prob", type=float, metavar="X", default=None,
@@ -148,6 +149,8 @@ def _print_summary(summary: dict, show_examples: bool = True) -> None:
     print(f"  perplexity {m['ppl']:,.1f}  (MLM loss {m['mlm_loss']:.3f})")
     if "nsp_acc" in m:
         print(f"  next-sentence accuracy {m['nsp_acc']:.1%}  (chance: 50%)")
+    if summary.get("peak_rss_mb"):
+        print(f"  peak memory {summary['peak_rss_mb']:,.0f} MB (resident)")
     if summary.get("stopped_early"):
         print(f"note: {summary['stopped_early']}")
     print(f"model: {summary['checkpoint']}")

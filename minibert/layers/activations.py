@@ -68,36 +68,34 @@ def normal_cdf(x, exp_half_x2, out=None):
 # array, every pass streams megabytes through memory; done on blocks of rows that fit in the L2 cache, the
 # passes stay in cache (~30% faster for mini), and the blocks run on the thread pool (threads.py). Each
 # block's results go straight into preallocated outputs.
-def _gelu_forward_block(x, out, cdf, e):
+# The forward also computes the derivative, while exp(-x^2/2) and Phi(x) are at hand, and caches only that
+# one (B, T, F) array instead of x, Phi(x) and exp(-x^2/2): a third of the memory, the same arithmetic.
+def _gelu_forward_block(x, out, deriv, e):
+    """out = x Phi(x);  deriv = d/dx [x Phi(x)] = Phi(x) + x phi(x), phi(x) = exp(-x^2 / 2) / sqrt(2 pi)."""
     np.multiply(x, x, out=e)
     e *= -0.5
-    np.exp(e, out=e)  # exp(-x^2 / 2), kept: the backward's density needs it too
-    normal_cdf(x, e, out=cdf)
+    np.exp(e, out=e)  # exp(-x^2 / 2)
+    cdf = normal_cdf(x, e)  # (rows, F) Phi(x)
     np.multiply(x, cdf, out=out)
+    np.multiply(x, e, out=deriv)
+    deriv *= INV_SQRT_2PI  # x phi(x)
+    deriv += cdf
 
 
 def gelu_forward(x):
-    """GELU(x) = x * Phi(x), Phi the standard normal CDF."""
+    """GELU(x) = x * Phi(x), Phi the standard normal CDF. The cache is GELU's derivative at x."""
     x2 = x.reshape(-1, x.shape[-1])  # (N, F)
-    out, cdf, e = np.empty_like(x2), np.empty_like(x2), np.empty_like(x2)
-    for_row_blocks(lambda s: _gelu_forward_block(x2[s], out[s], cdf[s], e[s]), *x2.shape)
-    return out.reshape(x.shape), (x, cdf, e)
+    out, deriv, e = np.empty_like(x2), np.empty_like(x2), np.empty_like(x2)
+    for_row_blocks(lambda s: _gelu_forward_block(x2[s], out[s], deriv[s], e[s]), *x2.shape)
+    return out.reshape(x.shape), deriv.reshape(x.shape)
 
 
-def _gelu_backward_block(x, cdf, e, dout, d):
-    """d/dx [x Phi(x)] = Phi(x) + x phi(x), phi(x) = exp(-x^2 / 2) / sqrt(2 pi)."""
-    np.multiply(x, e, out=d)
-    d *= INV_SQRT_2PI  # x phi(x)
-    d += cdf
-    d *= dout
-
-
-def gelu_backward(dout, cache):
-    x, cdf, e = cache
-    x2, d2 = x.reshape(cdf.shape), dout.reshape(cdf.shape)  # (N, F)
-    d = np.empty_like(cdf)
-    for_row_blocks(lambda s: _gelu_backward_block(x2[s], cdf[s], e[s], d2[s], d[s]), *x2.shape)
-    return d.reshape(x.shape)
+def gelu_backward(dout, deriv):
+    """dx = dout * GELU'(x), the derivative cached by the forward."""
+    d = np.empty_like(deriv)
+    d2, dout2, deriv2 = d.reshape(-1, d.shape[-1]), dout.reshape(-1, d.shape[-1]), deriv.reshape(-1, d.shape[-1])
+    for_row_blocks(lambda s: np.multiply(deriv2[s], dout2[s], out=d2[s]), *d2.shape)
+    return d
 
 
 # ---------------------------------------------------------------------------- tanh GELU

@@ -37,6 +37,7 @@ from minibert.optim import AdamW, clip_grad_norm
 from minibert.training.budget import Plan, make_plan, measure_step_seconds, replan, steps_that_fit
 from minibert.training.checkpointing import load_training_state, save_checkpoint
 from minibert.training.evaluate import build_eval_batches, evaluate, most_frequent_token_accuracy, token_counts
+from minibert.training.memory import peak_rss_mb
 from minibert.training.metrics import MetricsLog, Window
 from minibert.training.run_dir import create_run_dir, default_run_name, latest_checkpoint
 from minibert.training.settings import PretrainSettings
@@ -210,6 +211,7 @@ def pretrain(settings: PretrainSettings, resume_checkpoint: Path | None = None, 
             # A blow-up (overflow, NaN) is detected just below and reported in one clear message instead.
             with np.errstate(over="ignore", invalid="ignore"):
                 for micro in range(settings.grad_accum):
+                    out = batch = None  # the last step's logits are not kept alive through this forward (memory)
                     rng = np.random.default_rng([settings.seed, MASKING_STREAM, step, micro])
                     batch = masked_batch(stream.take(settings.batch_size), masker, tok.pad_token_id, rng)
                     out = model.forward(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"],
@@ -290,9 +292,10 @@ def pretrain(settings: PretrainSettings, resume_checkpoint: Path | None = None, 
         "tokens_seen": tokens_seen, "tokens_per_s": tokens_seen / max(train_seconds, 1e-9),
         "eval_sequences": sum(len(b["input_ids"]) for b in eval_batches), "stopped_early": stopped_early,
     }
-    _write_json(run_dir / "summary.json", summary)
     if settings.plot:
         summary["plot"] = _plot(run_dir, log)
+    summary["peak_rss_mb"] = peak_rss_mb()  # the whole process so far: data preparation, training, plot
+    _write_json(run_dir / "summary.json", summary)
     return summary
 
 

@@ -30,11 +30,11 @@ class PretrainSettings:
     objective: str = "mlm"               # "mlm" (RoBERTa full sentences) or "mlm+nsp" (BERT sentence pairs)
     dropout: float | None = 0.0          # hidden and attention dropout; None keeps the config's value
     seq_len: int | None = None           # None: min(128, max_position_embeddings)
-    mask_prob: float = 0.15              # share of tokens to predict in training (held-out masks stay at 15%)
+    mask_prob: float = 0.4               # share of tokens to predict in training (held-out masks stay at 15%)
     whole_word_mask: bool = False
     short_seq_prob: float = 0.1          # mlm+nsp only: share of sequences aimed at a random shorter length
     # ---- optimisation
-    batch_size: int = 32
+    batch_size: int = 16
     grad_accum: int = 1
     steps: int | None = None             # total optimizer steps; None: as many as fit in `minutes`
     minutes: float = 13.0                # training-time budget when `steps` is not given
@@ -44,7 +44,7 @@ class PretrainSettings:
     betas: tuple[float, float] = (0.9, 0.98)
     eps: float = 1e-6
     clip: float = 1.0                    # global gradient-norm limit (0: no clipping)
-    output_bias: str = "zero"            # MLM output bias at init: "zero" (BERT) or "unigram" (log frequencies)
+    output_bias: str = "unigram"         # MLM output bias at init: "zero" (BERT) or "unigram" (log frequencies)
     seed: int = 0
     # ---- bookkeeping
     log_every: int = 10                  # steps per train line in metrics.jsonl (losses averaged over them)
