@@ -71,7 +71,7 @@ def main():
     init = BertForPreTraining(config, seed=settings.seed)  # minibert's initial weights, for identical starts
     masker, eval_batches = recipe_parts(settings, init, data, seq_len)[:2]
     stream = ExampleStream(data.train_documents, settings.objective, seq_len, settings.seed, tok.cls_token_id,
-                           tok.sep_token_id, settings.short_seq_prob)
+                           tok.sep_token_id, settings.short_seq_prob, fill=settings.packing == "full")
 
     hf_config = transformers.BertConfig(**{k: v for k, v in config.to_dict().items() if k != "model_type"})
     model = transformers.BertForMaskedLM(hf_config)

@@ -47,6 +47,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                        help="tokens per sequence [min(128, the model's max positions): 64 for mini and tiny]")
     model.add_argument("--mask-prob", type=float, metavar="X", default=None,
                        help=f"share of tokens to predict in training; held-out masks stay at 15%% [{D.mask_prob}]")
+    model.add_argument("--packing", choices=("sentences", "full"), default=None,
+                       help=f"mlm training sequences: whole sentences (RoBERTa), or full: filled to --seq-len, a "
+                            f"sentence cut where the sequence ends (held-out sequences stay whole) [{D.packing}]")
     model.add_argument("--whole-word-mask", action="store_true", default=None,
                        help="mask all pieces of a word together")
     model.add_argument("--short-seq-prob", type=float, metavar="X", default=None,

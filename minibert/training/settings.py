@@ -13,6 +13,7 @@ from minibert.data.examples import OBJECTIVES
 
 # Options that only change what is printed or where files go: allowed to differ on --resume.
 OUTPUT_BIAS_INITS = ("zero", "unigram")
+PACKINGS = ("sentences", "full")
 COSMETIC = ("quiet", "runs_dir", "name", "resume", "keep_checkpoints", "plot")
 
 
@@ -32,6 +33,7 @@ class PretrainSettings:
     seq_len: int | None = None           # None: min(128, max_position_embeddings)
     mask_prob: float = 0.4               # share of tokens to predict in training (held-out masks stay at 15%)
     whole_word_mask: bool = False
+    packing: str = "sentences"           # mlm training sequences: "sentences" (whole ones) or "full" (cut to fill)
     short_seq_prob: float = 0.1          # mlm+nsp only: share of sequences aimed at a random shorter length
     # ---- optimisation
     batch_size: int = 16
@@ -90,6 +92,11 @@ class PretrainSettings:
             raise ValueError(f"--eval-fraction must be between 0 and 1, got {self.eval_fraction}")
         if not 0.0 <= self.short_seq_prob <= 1.0:
             raise ValueError(f"--short-seq-prob must be in [0, 1], got {self.short_seq_prob}")
+        if self.packing not in PACKINGS:
+            raise ValueError(f"--packing must be one of {', '.join(PACKINGS)}, got {self.packing!r}")
+        if self.packing == "full" and self.objective != "mlm":
+            raise ValueError(f"--packing full is for --objective mlm (sentence pairs are built for NSP), got "
+                             f"{self.objective!r}")
         if self.output_bias not in OUTPUT_BIAS_INITS:
             raise ValueError(f"--output-bias must be one of {', '.join(OUTPUT_BIAS_INITS)}, got {self.output_bias!r}")
         if not (len(self.betas) == 2 and all(0.0 <= b < 1.0 for b in self.betas)):

@@ -80,6 +80,25 @@ def test_full_sentences_use_every_token_once_per_epoch():
     assert np.mean([len(e.tokens) for e in examples]) > 0.7 * 24
 
 
+def test_full_packing_fills_every_sequence_and_keeps_the_text_in_order():
+    docs, where = make_documents()
+    examples = full_sentence_examples(docs, 24, np.random.default_rng(0), CLS, SEP, fill=True)
+    whole = full_sentence_examples(docs, 24, np.random.default_rng(0), CLS, SEP)
+    # Full, but for the very last one and a document boundary at the very end (its [SEP] is the closing one).
+    assert all(len(e.tokens) >= 23 for e in examples[:-1])
+    assert np.mean([len(e.tokens) == 24 for e in examples]) > 0.9
+    assert all(e.tokens[0] == CLS and e.tokens[-1] == SEP for e in examples)
+    # The same text in the same order as whole-sentence packing, only cut differently: nothing lost or repeated.
+    tokens = [t for e in examples for t in e.tokens.tolist() if t not in (CLS, SEP)]
+    assert tokens == [t for e in whole for t in e.tokens.tolist() if t not in (CLS, SEP)]
+    assert len(examples) < 0.85 * len(whole)  # less padding: fewer, fuller sequences for the same text
+    # Some sentences are cut: a sentence's tokens continue at the start of the next sequence.
+    firsts = [where[int(e.tokens[1])] for e in examples[1:] if e.tokens[1] in where]
+    assert any(pos > 0 for _, _, pos in firsts)
+    # Whole-sentence packing never starts a sequence inside a sentence (none is longer than a sequence here).
+    assert all(where[int(e.tokens[1])][2] == 0 for e in whole)
+
+
 def test_collate_pads_and_sets_segments():
     docs, _ = make_documents(20)
     examples = make_examples(docs, "mlm+nsp", 16, np.random.default_rng(0), CLS, SEP)[:4]
