@@ -130,7 +130,7 @@ def main():
         if settings.clip:
             torch.nn.utils.clip_grad_norm_(m.parameters(), settings.clip)
         opt.step()
-        return float(loss)
+        return float(loss.detach())
 
     def sync():
         if dev.type == "cuda":
