@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from minibert.training.settings import PretrainSettings
+from minibert.training.settings import OUTPUT_BIAS_INITS, PACKINGS, PretrainSettings
 
 D = PretrainSettings()  # the defaults, shown in --help
 
@@ -47,7 +47,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                        help="tokens per sequence [min(128, the model's max positions): 64 for mini and tiny]")
     model.add_argument("--mask-prob", type=float, metavar="X", default=None,
                        help=f"share of tokens to predict in training; held-out masks stay at 15%% [{D.mask_prob}]")
-    model.add_argument("--packing", choices=("sentences", "full"), default=None,
+    model.add_argument("--packing", choices=PACKINGS, default=None,
                        help=f"mlm training sequences: whole sentences (RoBERTa), or full: filled to --seq-len, a "
                             f"sentence cut where the sequence ends (held-out sequences stay whole) [{D.packing}]")
     model.add_argument("--whole-word-mask", action="store_true", default=None,
@@ -68,7 +68,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     opt.add_argument("--weight-decay", type=float, metavar="X", default=None, help=f"AdamW weight decay [{D.weight_decay}]")
     opt.add_argument("--beta2", type=float, metavar="X", default=None,
                      help=f"AdamW's second-moment decay (the first is {D.betas[0]}) [{D.betas[1]}]")
-    opt.add_argument("--output-bias", choices=("zero", "unigram"), default=None,
+    opt.add_argument("--output-bias", choices=OUTPUT_BIAS_INITS, default=None,
                      help=f"MLM output bias at the start: zero (BERT), or the log frequency of each token in the "
                           f"training text (the model starts at the unigram stage) [{D.output_bias}]")
     opt.add_argument("--clip", type=float, metavar="X", default=None, help=f"gradient-norm clipping, 0 = off [{D.clip}]")

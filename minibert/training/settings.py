@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 from minibert.config import PRESETS
 from minibert.data.examples import OBJECTIVES
 
-# Options that only change what is printed or where files go: allowed to differ on --resume.
 OUTPUT_BIAS_INITS = ("zero", "unigram")
 PACKINGS = ("sentences", "full")
+# Options that only change what is printed or where files go: allowed to differ on --resume.
 COSMETIC = ("quiet", "runs_dir", "name", "resume", "keep_checkpoints", "plot")
 
 
