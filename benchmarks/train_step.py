@@ -8,8 +8,6 @@ Three kinds of row, each against the same work in torch:
   full step  exactly what `minibert pretrain` does per step: zero_grad, forward, backward, clip_grad_norm at
              1.0, AdamW step (torch: zero_grad, forward, backward, clip_grad_norm_, torch.optim.AdamW)
   optimizer  clipping + AdamW alone, on gradients scaled (untimed) so that clipping always rescales them
-With more than one thread, minibert also runs as `minibert pretrain` does by default: each batch split over
---replicas threads, one model replica each with a single BLAS thread (minibert/training/replicas.py).
 References, on the same threads:
   (a) Hugging Face BertForPreTraining (decoder over every position, its default attention)
   (b) the same sparse-prediction model as minibert in PyTorch eager: Hugging Face's modules, the decoder run
@@ -33,8 +31,6 @@ def parse_args():
                    help="BLAS/torch threads for every contender (default: OPENBLAS_NUM_THREADS or all cores)")
     p.add_argument("--steps", type=int, default=10, help="timed steps per contender (after 3 warm-up steps)")
     p.add_argument("--no-hf", action="store_true", help="skip the full Hugging Face model (a)")
-    p.add_argument("--replicas", type=int, default=None,
-                   help="minibert's batch split over this many replica threads (default: --threads; 1: no such row)")
     return p.parse_args()
 
 
@@ -47,7 +43,6 @@ import torch  # noqa: E402
 import transformers  # noqa: E402
 
 from minibert import AdamW, BertConfig, BertForPreTraining, clip_grad_norm, keep_freed_memory  # noqa: E402
-from minibert.training.replicas import Replicas  # noqa: E402
 
 keep_freed_memory()  # as the minibert CLI does (see minibert/_malloc.py)
 
@@ -106,21 +101,15 @@ def make_batch(cfg, B, T, seed=0):
     return ids, types, mask, labels, nsl
 
 
-def minibert_steps(cfg, batch, replicas=1):
-    """{kind: (untimed preparation, timed step)} for minibert; with replicas > 1, the batch split over threads."""
+def minibert_steps(cfg, batch):
+    """{kind: (untimed preparation, timed step)} for minibert."""
     model = BertForPreTraining(cfg, seed=0)
     opt = AdamW(model.params, model.grads, lr=1e-4)
     ids, types, mask, labels, nsl = batch
-    split = Replicas(model, replicas)
-    named = {"input_ids": ids, "token_type_ids": types, "attention_mask": mask, "labels": labels,
-             "next_sentence_label": nsl}
 
     def fwd_bwd():
-        if replicas > 1:
-            split.forward_backward(named, use_nsp=True)
-        else:
-            model.forward(ids, types, mask, labels=labels, next_sentence_label=nsl)
-            model.backward()
+        model.forward(ids, types, mask, labels=labels, next_sentence_label=nsl)
+        model.backward()
 
     def full():  # as minibert/training/pretrain.py runs a step
         model.zero_grad()
@@ -135,10 +124,7 @@ def minibert_steps(cfg, batch, replicas=1):
     def scale_grads():  # gradients of norm > CLIP, so that clipping rescales every time
         for g in model.grads.values():
             g *= 10.0
-    steps = {"fwd+bwd": (model.zero_grad, fwd_bwd), "full step": (None, full), "optimizer": (scale_grads, optimizer)}
-    if replicas > 1:
-        del steps["optimizer"]  # the same AdamW as without replicas
-    return steps
+    return {"fwd+bwd": (model.zero_grad, fwd_bwd), "full step": (None, full), "optimizer": (scale_grads, optimizer)}
 
 
 def torch_steps(cfg, batch, sparse, attn):
@@ -193,16 +179,12 @@ def main():
         B, T = SHAPES[name]
         batch = make_batch(cfg, B, T)
         M = int((batch[3] != -100).sum())
-        n_replicas = args.threads if args.replicas is None else args.replicas
-        contenders = {"minibert (numpy)": minibert_steps(cfg, batch)}
-        if n_replicas > 1:
-            contenders[f"minibert, {n_replicas} replicas"] = minibert_steps(cfg, batch, n_replicas)
-        contenders.update({
+        contenders = {"minibert (numpy)": minibert_steps(cfg, batch),
                       "torch sparse, eager attention": torch_steps(cfg, batch, True, "eager"),
-                      "torch sparse, sdpa attention": torch_steps(cfg, batch, True, "sdpa")})
+                      "torch sparse, sdpa attention": torch_steps(cfg, batch, True, "sdpa")}
         if not args.no_hf:
             contenders["HF BertForPreTraining (dense)"] = torch_steps(cfg, batch, False, "sdpa")
-        runs = [(c, kind) for kind in KINDS for c in contenders if kind in contenders[c]]
+        runs = [(c, kind) for kind in KINDS for c in contenders]
         times = {run: [] for run in runs}
         for i in range(3 + args.steps):  # 3 warm-up rounds: first-touch allocations, BLAS buffers
             for c, kind in runs:
@@ -220,8 +202,6 @@ def main():
         for kind in KINDS:
             ours = np.median(times[("minibert (numpy)", kind)])
             for c in contenders:
-                if (c, kind) not in times:
-                    continue
                 med = np.median(times[(c, kind)])
                 if kind == "optimizer":  # no matmul work: throughput columns mean nothing
                     print(f"  {kind:10s} {c:32s} {1000 * med:9.2f} {'':>10s} {'':>8s} {'':>8s} {ours / med:14.2f}")
@@ -229,11 +209,6 @@ def main():
                     gflops = flops / med / 1e9
                     print(f"  {kind:10s} {c:32s} {1000 * med:9.1f} {B * T / med:10.0f} {gflops:8.1f} "
                           f"{gflops / peak:8.0%} {ours / med:14.2f}")
-        if n_replicas > 1:  # the way minibert pretrain runs by default, against torch's best same-algorithm step
-            for kind in ("fwd+bwd", "full step"):
-                ours = np.median(times[(f"minibert, {n_replicas} replicas", kind)])
-                torch_best = min(np.median(times[(c, kind)]) for c in contenders if c.startswith("torch sparse"))
-                print(f"  {kind}: minibert with {n_replicas} replicas / fastest torch sparse = {ours / torch_best:.2f}")
 
 
 if __name__ == "__main__":

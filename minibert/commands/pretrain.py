@@ -73,10 +73,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                           f"training text (the model starts at the unigram stage) [{D.output_bias}]")
     opt.add_argument("--clip", type=float, metavar="X", default=None, help=f"gradient-norm clipping, 0 = off [{D.clip}]")
     opt.add_argument("--seed", type=int, metavar="N", default=None, help=f"random seed [{D.seed}]")
-    opt.add_argument("--replicas", type=int, metavar="N", default=None,
-                     help="split each batch over N threads, each running its own replica of the model with one BLAS "
-                          "thread: faster than N BLAS threads for small models; the gradient is the same up to "
-                          "float rounding [OPENBLAS_NUM_THREADS if set, else the number of cores]")
 
     run = parser.add_argument_group("run folder")
     run.add_argument("--name", metavar="NAME", default=None, help="run folder name [<config>-<corpus>-<date>-<time>]")

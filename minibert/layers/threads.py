@@ -19,12 +19,9 @@ takes the first run itself, so 2 threads cost one hand-off.
 The pool size follows the BLAS thread count (OPENBLAS_NUM_THREADS, else OMP_NUM_THREADS, else every core): a
 run that asked BLAS for one thread gets no extra threads here either, and 1 thread is a plain loop.
 Block functions must not call for_row_blocks themselves (the pool does not nest).
-A thread that already runs one of several model replicas (minibert.training.replicas) works alone: inside
-`with this_thread_only():` its for_row_blocks calls run their blocks in a plain loop.
 """
 
 import os
-import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -43,7 +40,6 @@ def _threads_from_environment():
 
 _num_threads = _threads_from_environment()
 _pool = None  # the num_threads - 1 helper threads, started on first use
-_local = threading.local()  # .alone: this thread runs its blocks itself (see this_thread_only)
 
 
 def get_num_threads():
@@ -69,20 +65,6 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_pool_after_fork)
 
 
-class this_thread_only:
-    """`with this_thread_only(): ...`: elementwise work started by this thread stays on it (the pool is left to
-    other threads). For threads that are themselves one of several running in parallel."""
-
-    def __enter__(self):
-        self.before = getattr(_local, "alone", False)
-        _local.alone = True
-        return self
-
-    def __exit__(self, *exc):
-        _local.alone = self.before
-        return False
-
-
 def rows_per_block(row_size):
     return max(1, BLOCK_ELEMENTS // max(1, row_size))
 
@@ -104,7 +86,7 @@ def for_row_blocks(fn, n_rows, row_size):
     global _pool
     blocks = row_blocks(n_rows, row_size)
     n = min(_num_threads, len(blocks), max(1, n_rows * row_size // MIN_ELEMENTS_PER_THREAD))
-    if n <= 1 or getattr(_local, "alone", False):
+    if n <= 1:
         _run_blocks(fn, blocks)
         return
     if _pool is None:

@@ -3,8 +3,6 @@ a seeded dropout generator, and loading/saving Hugging Face checkpoint folders."
 
 from __future__ import annotations
 
-import copy
-
 import numpy as np
 
 from minibert.config import BertConfig
@@ -74,23 +72,6 @@ class Model:
         else:
             for g in self.grads.values():
                 g.fill(0.0)
-
-    def replica(self, index: int):
-        """A model that shares this one's parameters (the same arrays: an optimizer step on one is a step on
-        both) but has its own gradients, activation caches and dropout generator (stream `index`). Several
-        replicas run parts of one batch at the same time (minibert.training.replicas); the caller adds their
-        gradients into this model's."""
-        r = copy.copy(self)
-        r.grads = self.params.zeros_like()
-        r.rng = np.random.default_rng([self.seed, 1, index])
-        for name, part in vars(self).items():
-            if getattr(part, "model", None) is self:  # a body (BertEncoder) that works on its owner's arrays
-                part = copy.copy(part)
-                part.model, part._cache = r, None
-                setattr(r, name, part)
-        if hasattr(r, "_cache"):
-            r._cache = None
-        return r
 
     def num_parameters(self) -> int:
         return sum(p.size for p in self.params.values())

@@ -92,19 +92,15 @@ class BertForPreTraining(_MaskedLMBase):
 
     __call__ = forward
 
-    def backward(self, loss_scale=1.0, nsp_loss_scale=None):
-        """Accumulate d(loss_scale * mlm_loss + nsp_loss_scale * nsp_loss)/d(param) into `grads`
-        (nsp_loss_scale defaults to loss_scale; loss_scale = 1/k for k accumulation steps). The two scales
-        differ for a part of a batch: its MLM loss is a mean over its masked tokens, its NSP loss over its pairs."""
+    def backward(self, loss_scale=1.0):
+        """Accumulate d(loss_scale * loss)/d(param) into `grads` (loss_scale = 1/k for k accumulation steps)."""
         if self._cache is None or (self._cache[0] is None and self._cache[2] is None):
             raise ValueError("backward() needs a forward() with labels and/or next_sentence_label first")
         c_mlm, c_nsp, c_nsp_ce = self._cache
-        nsp_loss_scale = loss_scale if nsp_loss_scale is None else nsp_loss_scale
         dseq = self._mlm_backward(c_mlm, loss_scale) if c_mlm is not None else None
         dpooled = None
         if c_nsp_ce is not None:
-            dpooled = nsp_head_backward(cross_entropy_backward(c_nsp_ce, nsp_loss_scale), c_nsp, self.params,
-                                        self.grads)
+            dpooled = nsp_head_backward(cross_entropy_backward(c_nsp_ce, loss_scale), c_nsp, self.params, self.grads)
         self.bert.backward(dseq, dpooled)
         self._cache = None
 

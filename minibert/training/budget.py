@@ -84,22 +84,22 @@ def _intervals(total_steps: int, settings) -> tuple[int, int]:
     return eval_every, save_every
 
 
-def measure_step_seconds(replicas, batch: dict, use_nsp: bool, repeats: int = 3) -> float:
+def measure_step_seconds(model, batch: dict, use_nsp: bool, repeats: int = 3) -> float:
     """Seconds one optimizer step takes on this machine (forward + backward + clipping + AdamW), measured without
-    changing the run: the dropout generators are restored and AdamW works on copies of the parameters.
-    `replicas`: the `minibert.training.replicas.Replicas` that will train."""
-    model = replicas.model
-    rng_state, replica_states = model.rng.bit_generator.state, replicas.rng_states()
+    changing the run: the dropout generator is restored and AdamW works on copies of the parameters."""
+    rng_state = model.rng.bit_generator.state
+    nsl = batch["next_sentence_label"] if use_nsp else None
     probe_optimizer = AdamW(model.params.clone(), model.grads, lr=0.0)  # flat, as the real optimizer
     times = []
     for _ in range(repeats + 1):  # the first pass pays for first-time allocations: not counted
         t = time.perf_counter()
         model.zero_grad()
-        replicas.forward_backward(batch, use_nsp)
+        model.forward(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"], labels=batch["labels"],
+                      next_sentence_label=nsl)
+        model.backward()
         clip_grad_norm(model.grads, 1.0)
         probe_optimizer.step()
         times.append(time.perf_counter() - t)
     model.zero_grad()
     model.rng.bit_generator.state = rng_state
-    replicas.load_rng_states(replica_states)
     return median(times[1:])

@@ -36,23 +36,25 @@ def build_eval_batches(documents, objective, seq_len, batch_size, masker, cls_id
 
 
 def evaluate(model, batches, use_nsp: bool) -> dict:
-    """MLM loss (mean over all masked tokens), perplexity, masked-token accuracy, and NSP loss/accuracy.
-    `model` is a model or a `Replicas` (each batch then split over the replicas' threads)."""
-    from minibert.training.replicas import Replicas  # here: replicas.py imports this module's neighbours
-
-    replicas = model if isinstance(model, Replicas) else Replicas(model, 1)
-    was_training = replicas.model.training
-    replicas.train(False)
+    """MLM loss (mean over all masked tokens), perplexity, masked-token accuracy, and NSP loss/accuracy."""
+    was_training = model.training
+    model.eval()
     mlm_loss_sum = nsp_loss_sum = 0.0
     n_masked = n_correct = n_pairs = n_nsp_correct = 0
     for batch in batches:
-        s = replicas.evaluate_batch(batch, use_nsp)
-        mlm_loss_sum += s.mlm_loss * s.masked
-        n_correct, n_masked = n_correct + s.correct, n_masked + s.masked
+        out = model.forward(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"],
+                            labels=batch["labels"],
+                            next_sentence_label=batch["next_sentence_label"] if use_nsp else None)
+        targets = batch["labels"].reshape(-1)[out.masked_positions]  # (M,)
+        mlm_loss_sum += float(out.mlm_loss) * len(targets)
+        n_correct += int((out.prediction_logits.argmax(axis=-1) == targets).sum())
+        n_masked += len(targets)
         if use_nsp:
-            nsp_loss_sum += s.nsp_loss * s.pairs
-            n_nsp_correct, n_pairs = n_nsp_correct + s.nsp_correct, n_pairs + s.pairs
-    replicas.train(was_training)
+            nsl = batch["next_sentence_label"]
+            nsp_loss_sum += float(out.nsp_loss) * len(nsl)
+            n_nsp_correct += int((out.seq_relationship_logits.argmax(axis=-1) == nsl).sum())
+            n_pairs += len(nsl)
+    model.train(was_training)
     mlm_loss = mlm_loss_sum / max(1, n_masked)
     metrics = {"mlm_loss": mlm_loss, "ppl": math.exp(min(mlm_loss, 700.0)), "mlm_acc": n_correct / max(1, n_masked),
                "masked_tokens": n_masked}

@@ -39,7 +39,6 @@ from minibert.training.checkpointing import load_training_state, save_checkpoint
 from minibert.training.evaluate import build_eval_batches, evaluate, most_frequent_token_accuracy, token_counts
 from minibert.training.memory import peak_rss_mb
 from minibert.training.metrics import MetricsLog, Window
-from minibert.training.replicas import BatchStats, Replicas, default_replicas
 from minibert.training.run_dir import create_run_dir, default_run_name, latest_checkpoint
 from minibert.training.settings import PretrainSettings
 
@@ -149,8 +148,6 @@ def pretrain(settings: PretrainSettings, resume_checkpoint: Path | None = None, 
         model = BertForPreTraining(config, seed=settings.seed)
     seq_len = sequence_length(settings, config)
     model.train()
-    # Each batch split over this many threads, one model replica each (replicas.py): faster than more BLAS threads
-    replicas = Replicas(model, min(settings.replicas or default_replicas(), settings.batch_size))
     optimizer = AdamW(model.params, model.grads, lr=settings.lr, betas=settings.betas, eps=settings.eps,
                       weight_decay=settings.weight_decay)
     masker, eval_batches, top_token, baseline_acc = recipe_parts(settings, model, data, seq_len,
@@ -163,7 +160,6 @@ def pretrain(settings: PretrainSettings, resume_checkpoint: Path | None = None, 
     if resume_checkpoint:
         optimizer.load_state_dict(optimizer_state)
         model.rng.bit_generator.state = state["dropout_rng"]
-        replicas.load_rng_states(state.get("replica_dropout_rngs"))
         stream.load_state_dict(state["data"])
         window.load_state_dict(state["window"])
         plan = Plan(**{**state["plan"], "next_replan": None})  # a resumed run keeps its plan
@@ -179,20 +175,19 @@ def pretrain(settings: PretrainSettings, resume_checkpoint: Path | None = None, 
         start_step, train_seconds, tokens_seen = 0, 0.0, 0
         metrics = MetricsLog(run_dir / "metrics.jsonl")
         t_eval = time.perf_counter()
-        metrics.append({"step": 0, "split": "eval", **evaluate(replicas, eval_batches, use_nsp), "elapsed": 0.0})
+        metrics.append({"step": 0, "split": "eval", **evaluate(model, eval_batches, use_nsp), "elapsed": 0.0})
         eval_seconds = time.perf_counter() - t_eval
         if settings.steps:
             plan, how_long = make_plan(settings.steps, settings, timed=False), ""
         else:  # as many steps as fit in --minutes, measured on this machine
             probe = masked_batch(stream.peek(settings.batch_size), masker, tok.pad_token_id, np.random.default_rng(0))
-            step_seconds = measure_step_seconds(replicas, probe, use_nsp) * settings.grad_accum
+            step_seconds = measure_step_seconds(model, probe, use_nsp) * settings.grad_accum
             plan = make_plan(steps_that_fit(settings.minutes * 60, step_seconds, eval_seconds), settings, timed=True)
             how_long = f" (for now: {step_seconds:.2f} s per step measured, {settings.minutes:g} minutes)"
         log(f"run folder: {run_dir}")
         log(f"model: {settings.config}, {model.num_parameters():,} parameters; objective {settings.objective}; "
             f"{plan.total_steps:,} steps{how_long} of {settings.batch_size * settings.grad_accum} x {seq_len} "
-            f"tokens, peak lr {settings.lr:g}, warmup {plan.warmup_steps:,} steps"
-            + (f"; each batch split over {replicas.n} threads" if replicas.n > 1 else ""))
+            f"tokens, peak lr {settings.lr:g}, warmup {plan.warmup_steps:,} steps")
 
     # ---- the loop
     bar = tqdm(total=plan.total_steps, initial=start_step, desc="pre-training", unit="step", disable=not progress,
@@ -216,13 +211,17 @@ def pretrain(settings: PretrainSettings, resume_checkpoint: Path | None = None, 
             # A blow-up (overflow, NaN) is detected just below and reported in one clear message instead.
             with np.errstate(over="ignore", invalid="ignore"):
                 for micro in range(settings.grad_accum):
+                    out = batch = None  # the last step's logits are not kept alive through this forward (memory)
                     rng = np.random.default_rng([settings.seed, MASKING_STREAM, step, micro])
                     batch = masked_batch(stream.take(settings.batch_size), masker, tok.pad_token_id, rng)
-                    stats = replicas.forward_backward(batch, use_nsp, loss_scale=1.0 / settings.grad_accum)
-                    _accumulate(window, stats, settings.grad_accum)
+                    out = model.forward(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"],
+                                        labels=batch["labels"],
+                                        next_sentence_label=batch["next_sentence_label"] if use_nsp else None)
+                    model.backward(loss_scale=1.0 / settings.grad_accum)
+                    _accumulate(window, out, batch, use_nsp, settings.grad_accum)
                 grad_norm = clip_grad_norm(model.grads, settings.clip)
-                if not (math.isfinite(stats.loss) and math.isfinite(grad_norm)):
-                    raise TrainingStopped(_nan_message(run_dir, step + 1, f"the loss ({stats.loss}) or gradient "
+                if not (math.isfinite(float(out.loss)) and math.isfinite(grad_norm)):
+                    raise TrainingStopped(_nan_message(run_dir, step + 1, f"the loss ({float(out.loss)}) or gradient "
                                                        f"norm ({grad_norm}) is not a finite number", settings.lr))
                 optimizer.step(lr)
             seconds = time.perf_counter() - t_step
@@ -254,7 +253,7 @@ def pretrain(settings: PretrainSettings, resume_checkpoint: Path | None = None, 
                                 tok_s=f"{record['tokens_per_s']:,.0f}", lr=f"{lr:.2e}")
                 window.reset()
             if done % plan.eval_every == 0 or done == plan.total_steps:
-                last_eval = evaluate(replicas, eval_batches, use_nsp)
+                last_eval = evaluate(model, eval_batches, use_nsp)
                 metrics.append({"step": done, "split": "eval", **last_eval, "elapsed": elapsed()})
                 say(_eval_line(done, last_eval))
             over_budget = (time.perf_counter() - t_loop > budget_seconds * BUDGET_OVERRUN
@@ -264,8 +263,7 @@ def pretrain(settings: PretrainSettings, resume_checkpoint: Path | None = None, 
                     raise TrainingStopped(_nan_message(run_dir, done, "the weights are no longer finite numbers",
                                                        settings.lr))
                 state = {"step": done, "plan": plan.state_dict(), "data": stream.state_dict(),
-                         "dropout_rng": model.rng.bit_generator.state, "replica_dropout_rngs": replicas.rng_states(),
-                         "window": window.state_dict(),
+                         "dropout_rng": model.rng.bit_generator.state, "window": window.state_dict(),
                          "train_seconds": train_seconds, "tokens_seen": tokens_seen, "elapsed": elapsed(),
                          "corpus": corpus_fingerprint, "settings": settings.to_dict()}
                 save_checkpoint(run_dir, done, model, tok, optimizer, state, settings.keep_checkpoints)
@@ -282,11 +280,10 @@ def pretrain(settings: PretrainSettings, resume_checkpoint: Path | None = None, 
         raise
     finally:
         bar.close()
-        replicas.close()
 
     # ---- the end: final numbers, plot, summary
     if last_eval is None:
-        last_eval = evaluate(model, eval_batches, use_nsp)  # (the replicas' threads are closed by now)
+        last_eval = evaluate(model, eval_batches, use_nsp)
     summary = {
         "run": str(run_dir), "checkpoint": str(latest_checkpoint(run_dir)), "steps": done,
         "total_steps": plan.total_steps, "eval": last_eval, "baseline_token": tok.ids_to_tokens[top_token],
@@ -302,15 +299,18 @@ def pretrain(settings: PretrainSettings, resume_checkpoint: Path | None = None, 
     return summary
 
 
-def _accumulate(window: Window, stats: BatchStats, grad_accum: int) -> None:
-    window.loss += stats.loss / grad_accum
-    window.mlm_loss += stats.mlm_loss / grad_accum
-    window.correct += stats.correct
-    window.masked += stats.masked
-    window.tokens += stats.tokens
-    window.nsp_loss += stats.nsp_loss / grad_accum
-    window.nsp_correct += stats.nsp_correct
-    window.pairs += stats.pairs
+def _accumulate(window: Window, out, batch: dict, use_nsp: bool, grad_accum: int) -> None:
+    targets = batch["labels"].reshape(-1)[out.masked_positions]  # (M,)
+    window.loss += float(out.loss) / grad_accum
+    window.mlm_loss += float(out.mlm_loss) / grad_accum
+    window.correct += int((out.prediction_logits.argmax(axis=-1) == targets).sum())
+    window.masked += len(targets)
+    window.tokens += int(batch["attention_mask"].sum())
+    if use_nsp:
+        nsl = batch["next_sentence_label"]
+        window.nsp_loss += float(out.nsp_loss) / grad_accum
+        window.nsp_correct += int((out.seq_relationship_logits.argmax(axis=-1) == nsl).sum())
+        window.pairs += len(nsl)
 
 
 def _eval_line(step: int, m: dict) -> str:

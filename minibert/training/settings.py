@@ -14,8 +14,7 @@ from minibert.data.examples import OBJECTIVES
 OUTPUT_BIAS_INITS = ("zero", "unigram")
 PACKINGS = ("sentences", "full")
 # Options that only change what is printed or where files go: allowed to differ on --resume.
-# `replicas` only changes how a batch is spread over threads (the gradient differs in float rounding only).
-COSMETIC = ("quiet", "runs_dir", "name", "resume", "keep_checkpoints", "plot", "replicas")
+COSMETIC = ("quiet", "runs_dir", "name", "resume", "keep_checkpoints", "plot")
 
 
 @dataclass
@@ -49,7 +48,6 @@ class PretrainSettings:
     clip: float = 1.0                    # global gradient-norm limit (0: no clipping)
     output_bias: str = "unigram"         # MLM output bias at init: "zero" (BERT) or "unigram" (log frequencies)
     seed: int = 0
-    replicas: int | None = None          # threads a batch is split over, one model replica each; None: the cores
     # ---- bookkeeping
     log_every: int = 10                  # steps per train line in metrics.jsonl (losses averaged over them)
     eval_every: int | None = None        # None: about 10 evaluations per run
@@ -68,7 +66,7 @@ class PretrainSettings:
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
                 raise ValueError(f"--{name.replace('_', '-')} must be a positive integer, got {value!r}")
-        for name in ("steps", "eval_every", "save_every", "seq_len", "replicas"):
+        for name in ("steps", "eval_every", "save_every", "seq_len"):
             value = getattr(self, name)
             if value is not None and (not isinstance(value, int) or value < 1):
                 raise ValueError(f"--{name.replace('_', '-')} must be a positive integer, got {value!r}")

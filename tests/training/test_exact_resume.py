@@ -17,15 +17,14 @@ def comparable(records):
     return [{k: v for k, v in r.items() if k not in TIMING} for r in records]
 
 
-@pytest.mark.parametrize("objective, replicas", [("mlm+nsp", 1), ("mlm", 1), ("mlm", 2)])
-def test_stop_and_resume_gives_identical_losses_and_weights(tmp_path, monkeypatch, objective, replicas):
+@pytest.mark.parametrize("objective", ["mlm+nsp", "mlm"])
+def test_stop_and_resume_gives_identical_losses_and_weights(tmp_path, monkeypatch, objective):
     monkeypatch.setenv("MINIBERT_CACHE", str(tmp_path / "cache"))
     corpus = write_corpus(tmp_path / "c.txt", synthetic_documents(80))
     # dropout, gradient accumulation, a log window cut by the checkpoint, whole-word masking: everything that
     # carries state from step to step is exercised.
     options = dict(steps=12, batch_size=6, grad_accum=2, dropout=0.1, log_every=3, eval_every=4, save_every=5,
-                   keep_checkpoints=0, objective=objective, whole_word_mask=True, eval_examples=16,
-                   replicas=replicas)  # 2: each replica's dropout stream is saved and restored too
+                   keep_checkpoints=0, objective=objective, whole_word_mask=True, eval_examples=16)
     pretrain(tiny_settings(corpus, tmp_path / "runs", name="straight", **options), log=lambda *a: None)
 
     # The same run, crashing in step 8 (after the checkpoint of step 5 and metrics of steps 6 and 7).
