@@ -50,6 +50,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     model.add_argument("--packing", choices=PACKINGS, default=None,
                        help=f"mlm training sequences: whole sentences (RoBERTa), or full: filled to --seq-len, a "
                             f"sentence cut where the sequence ends (held-out sequences stay whole) [{D.packing}]")
+    model.add_argument("--group-by-length", action=argparse.BooleanOptionalAction, default=None,
+                       help=f"batches of sequences of similar length, so less padding is computed (each epoch "
+                            f"still shows every sequence once) [{'on' if D.group_by_length else 'off'}]")
     model.add_argument("--whole-word-mask", action="store_true", default=None,
                        help="mask all pieces of a word together")
     model.add_argument("--short-seq-prob", type=float, metavar="X", default=None,

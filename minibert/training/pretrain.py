@@ -153,7 +153,8 @@ def pretrain(settings: PretrainSettings, resume_checkpoint: Path | None = None, 
     masker, eval_batches, top_token, baseline_acc = recipe_parts(settings, model, data, seq_len,
                                                                  fresh=not resume_checkpoint)
     stream = ExampleStream(data.train_documents, settings.objective, seq_len, settings.seed, tok.cls_token_id,
-                           tok.sep_token_id, settings.short_seq_prob, fill=settings.packing == "full")
+                           tok.sep_token_id, settings.short_seq_prob, fill=settings.packing == "full",
+                           group_batch_size=settings.batch_size if settings.group_by_length else None)
 
     # ---- where we start, how long we go
     window = Window()
