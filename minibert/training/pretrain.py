@@ -107,6 +107,15 @@ def unigram_log_probs(counts: np.ndarray, special_ids) -> np.ndarray:
     return np.log(counts / counts.sum())
 
 
+def training_stream(settings: PretrainSettings, data, seq_len: int) -> ExampleStream:
+    """The endless, shuffled supply of training sequences, epoch after epoch (batches grouped by length unless
+    --no-group-by-length)."""
+    tok = data.tokenizer
+    return ExampleStream(data.train_documents, settings.objective, seq_len, settings.seed, tok.cls_token_id,
+                         tok.sep_token_id, settings.short_seq_prob, fill=settings.packing == "full",
+                         group_batch_size=settings.batch_size if settings.group_by_length else None)
+
+
 def masked_batch(examples: list, masker: Masker, pad_id: int, rng) -> dict:
     """Pad the examples into a batch and mask it (a fresh mask each call: dynamic masking)."""
     batch = collate(examples, pad_id)
@@ -152,9 +161,7 @@ def pretrain(settings: PretrainSettings, resume_checkpoint: Path | None = None, 
                       weight_decay=settings.weight_decay)
     masker, eval_batches, top_token, baseline_acc = recipe_parts(settings, model, data, seq_len,
                                                                  fresh=not resume_checkpoint)
-    stream = ExampleStream(data.train_documents, settings.objective, seq_len, settings.seed, tok.cls_token_id,
-                           tok.sep_token_id, settings.short_seq_prob, fill=settings.packing == "full",
-                           group_batch_size=settings.batch_size if settings.group_by_length else None)
+    stream = training_stream(settings, data, seq_len)
 
     # ---- where we start, how long we go
     window = Window()
