@@ -33,6 +33,8 @@ def parse_args():
     p.add_argument("--batch-size", type=int, default=16, help="global batch (default: 16, pretrain's default)")
     p.add_argument("--steps", type=int, default=30, help="steps per run (default: 30)")
     p.add_argument("--rounds", type=int, default=3, help="rounds of the three contenders (default: 3)")
+    p.add_argument("--node-gflops", type=float, metavar="X",
+                   help="only print the extrapolation, for machines that train at X GFLOP/s (no measurement)")
     p.add_argument("--probe", type=float, metavar="MB", help=argparse.SUPPRESS)  # internal: the Allreduce probe
     return p.parse_args()
 
@@ -91,28 +93,32 @@ def flops_per_token(config: str, seq_len: int, vocab_size: int, mask_prob: float
     return 6.0 * (L * per_layer + decoder)
 
 
-def extrapolate(per_core_flops: float, cores: int = 16, efficiency: float = 0.9) -> None:
-    """Ring Allreduce over N machines: each sends and receives 2 (N-1)/N of the gradient bytes per step; compute
-    per machine at the per-core rate measured here times `cores` (optimistic: BLAS does not scale perfectly)."""
-    print(f"\nextrapolation (on paper): machines of {cores} cores at the measured {per_core_flops / 1e9:.0f} "
-          f"GFLOP/s per core, ring Allreduce at {efficiency:.0%} of the link, no overlap with backward")
-    print(f"{'config':>6} {'params':>7} {'link':>8} {'N':>3} {'seq/rank':>8} {'compute s':>9} {'allreduce s':>11} "
-          f"{'comm share':>10}")
-    for config, vocab, params in (("mini", 8192, 3.0e6), ("base", 30522, 110.1e6)):
-        seq_len = 64 if config == "mini" else 128
+LATENCY = 50e-6  # seconds per message on TCP over Ethernet (a ring Allreduce sends 2 (N-1) of them in sequence)
+
+
+def extrapolate(node_flops: float, how: str, efficiency: float = 0.9) -> None:
+    """Ring Allreduce over N machines: each link carries 2 (N-1)/N of the gradient bytes per step, plus
+    2 (N-1) message latencies; compute per machine at `node_flops`; no overlap of the two (as minibert runs)."""
+    print(f"\nextrapolation (on paper): one rank per machine at {node_flops / 1e9:,.0f} GFLOP/s ({how}), ring "
+          f"Allreduce at {efficiency:.0%} of the link + {LATENCY * 1e6:.0f} us per message, no overlap")
+    print(f"{'config':>6} {'grads':>7} {'link':>6} {'N':>3} {'allreduce':>9} {'compute/seq':>11} {'break-even':>10}   "
+          f"comm share at 8 / 32 / 128 sequences per rank")
+    for config, vocab, params, seq_len in (("mini", 8192, 3.0e6, 64), ("base", 30522, 110.1e6, 128)):
+        per_sequence = seq_len * flops_per_token(config, seq_len, vocab) / node_flops
         for gbit in (10, 25):
-            for n in (2, 64):
-                for per_rank in (8, 32, 128):
-                    compute = per_rank * seq_len * flops_per_token(config, seq_len, vocab) / (per_core_flops * cores)
-                    comm = 2 * (n - 1) / n * 4 * params / (gbit * 1e9 / 8 * efficiency)
-                    print(f"{config:>6} {params / 1e6:>6.0f}M {gbit:>5} Gb {n:>3} {per_rank:>8} {compute:>9.3f} "
-                          f"{comm:>11.3f} {comm / (comm + compute):>10.0%}")
+            for n in (2, 8, 64):
+                comm = 2 * (n - 1) * LATENCY + 2 * (n - 1) / n * 4 * params / (gbit * 1e9 / 8 * efficiency)
+                shares = " / ".join(f"{comm / (comm + b * per_sequence):.0%}" for b in (8, 32, 128))
+                print(f"{config:>6} {4 * params / 1e6:>5.0f}MB {gbit:>3} Gb {n:>3} {comm * 1e3:>7.1f}ms "
+                      f"{per_sequence * 1e3:>9.2f}ms {comm / per_sequence:>7.0f} seq   {shares}")
 
 
 def main():
     args = parse_args()
     if args.probe:
         return probe(args.probe)
+    if args.node_gflops:
+        return extrapolate(args.node_gflops * 1e9, "given")
     print(f"load average before: {os.getloadavg()[0]:.1f} (2 cores on this machine: read the ratios)")
     contenders = {"2 ranks x 1 thread": (2, 1), "1 rank x 1 thread": (1, 1), "1 rank x 2 threads": (1, 2)}
     results = {name: [] for name in contenders}
@@ -143,8 +149,7 @@ def main():
     print(f"load average after: {load_after:.1f}")
     seq_len = 64 if args.config in ("mini", "tiny") else 128
     per_core = tok_s["1 rank x 1 thread"] * flops_per_token(args.config, seq_len, 8192)
-    extrapolate(per_core)
-
+    extrapolate(16 * per_core, f"16 cores at the {per_core / 1e9:.0f} GFLOP/s per core of 1 rank x 1 thread here")
 
 if __name__ == "__main__":
     main()
