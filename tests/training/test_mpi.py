@@ -36,9 +36,25 @@ def find_mpiexec():
     return str(beside) if beside.exists() else shutil.which("mpiexec")
 
 
+def why_no_mpi():
+    """None when mpiexec starts 2 ranks that mpi4py sees as one job; else why not (the reason to skip)."""
+    if MPIEXEC is None or importlib.util.find_spec("mpi4py") is None:
+        return f"MPI is not installed: {INSTALL_HINT}"
+    try:
+        probe = subprocess.run([MPIEXEC, "-n", "2", sys.executable, "-c",
+                                "from mpi4py import MPI; c = MPI.COMM_WORLD; n = c.allreduce(1); "
+                                "print(n) if c.rank == 0 else None"],
+                               capture_output=True, text=True, timeout=60)
+    except subprocess.TimeoutExpired:
+        return f"{MPIEXEC} -n 2 did not finish in 60 s; {INSTALL_HINT}"
+    if probe.stdout.split() != ["2"]:  # e.g. an mpiexec of another MPI than mpi4py's: 2 jobs of 1 rank
+        return f"{MPIEXEC} does not start 2 mpi4py ranks ({probe.stderr.strip()[-200:]!r}); {INSTALL_HINT}"
+    return None
+
+
 MPIEXEC = find_mpiexec()
-requires_mpi = pytest.mark.skipif(MPIEXEC is None or importlib.util.find_spec("mpi4py") is None,
-                                  reason=f"MPI is not installed: {INSTALL_HINT}")
+NO_MPI = why_no_mpi()
+requires_mpi = pytest.mark.skipif(NO_MPI is not None, reason=str(NO_MPI))
 
 # Two ranks and one process add the same float32 numbers in a different order (each rank sums its rows' part
 # of the gradient, then the Allreduce adds the parts; each rank's MLM loss is weighted by its share of the
@@ -125,8 +141,8 @@ def test_two_ranks_train_like_one_process_with_the_same_global_batch(corpus, tmp
 @pytest.fixture(scope="module")
 def straight_two_rank_run(tmp_path_factory):
     """A 2-rank run with dropout (each rank its own masks) that dumps each rank's final weights."""
-    if MPIEXEC is None or importlib.util.find_spec("mpi4py") is None:
-        pytest.skip(f"MPI is not installed: {INSTALL_HINT}")
+    if NO_MPI:
+        pytest.skip(NO_MPI)
     tmp = tmp_path_factory.mktemp("straight")
     corpus = write_corpus(tmp / "c.txt", synthetic_documents(80))
     settings = tiny_settings(corpus, tmp / "runs", name="straight", **RESUME_OPTIONS)
