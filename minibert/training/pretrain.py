@@ -331,8 +331,9 @@ def pretrain(settings: PretrainSettings, resume_checkpoint: Path | None = None, 
     except KeyboardInterrupt:
         bar.close()
         latest = latest_checkpoint(run_dir) if comm.is_root else None
+        launcher = f"mpiexec -n {comm.size} " if comm.size > 1 else ""
         log(f"interrupted during step {done + 1:,}; " + (f"the latest checkpoint is {latest}; continue with: "
-            f"minibert pretrain --resume {run_dir}" if latest else "no checkpoint was saved yet"))
+            f"{launcher}minibert pretrain --resume {run_dir}" if latest else "no checkpoint was saved yet"))
         raise
     finally:
         bar.close()
