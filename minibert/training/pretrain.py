@@ -238,8 +238,9 @@ def pretrain(settings: PretrainSettings, resume_checkpoint: Path | None = None, 
         return round(elapsed_before + time.perf_counter() - t_loop, 3)
 
     grad_norm = 0.0
-    if comm.size > 1 and not model.grads.intact():
-        raise RuntimeError("data-parallel training needs the model's gradients in one flat buffer (minibert/flat.py)")
+    if comm.size > 1 and not (model.params.intact() and model.grads.intact()):
+        raise RuntimeError("data-parallel training needs the model's weights and gradients in flat buffers "
+                           "(minibert/flat.py): an entry was replaced")
     try:
         step = start_step
         while step < plan.total_steps:

@@ -8,6 +8,7 @@ import importlib.util
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import sysconfig
@@ -27,7 +28,10 @@ from pretrain_helpers import synthetic_documents, tiny_settings, write_corpus
 
 ROOT = Path(__file__).resolve().parents[2]
 DRIVER = ROOT / "tests" / "helpers" / "mpi_pretrain_driver.py"
-TIMEOUT = 120  # seconds for one mpiexec job on a busy 2-core machine (a normal one takes 1-5 s)
+# Seconds for one mpiexec job. A job takes 1-5 s, but niced on a 2-core machine under load 15 it got ~5% of a
+# core and took 30 s: the limits only have to catch a hang (a job that would never end).
+TIMEOUT = 300
+PROBE_TIMEOUT = 120
 
 
 def find_mpiexec():
@@ -36,17 +40,29 @@ def find_mpiexec():
     return str(beside) if beside.exists() else shutil.which("mpiexec")
 
 
+def run_job(command, timeout=TIMEOUT, env=None):
+    """Run an mpiexec job in its own process group; past `timeout` the whole group (mpiexec, its proxies and
+    every rank) is killed and the test fails: a hang must not outlive the test."""
+    job = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           start_new_session=True)
+    try:
+        stdout, stderr = job.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(job.pid, signal.SIGKILL)
+        job.communicate()
+        raise
+    return subprocess.CompletedProcess(command, job.returncode, stdout, stderr)
+
+
 def why_no_mpi():
     """None when mpiexec starts 2 ranks that mpi4py sees as one job; else why not (the reason to skip)."""
     if MPIEXEC is None or importlib.util.find_spec("mpi4py") is None:
         return f"MPI is not installed: {INSTALL_HINT}"
     try:
-        probe = subprocess.run([MPIEXEC, "-n", "2", sys.executable, "-c",
-                                "from mpi4py import MPI; c = MPI.COMM_WORLD; n = c.allreduce(1); "
-                                "print(n) if c.rank == 0 else None"],
-                               capture_output=True, text=True, timeout=60)
+        probe = run_job([MPIEXEC, "-n", "2", sys.executable, "-c", "from mpi4py import MPI; c = MPI.COMM_WORLD; "
+                         "n = c.allreduce(1); print(n) if c.rank == 0 else None"], timeout=PROBE_TIMEOUT)
     except subprocess.TimeoutExpired:
-        return f"{MPIEXEC} -n 2 did not finish in 60 s; {INSTALL_HINT}"
+        return f"{MPIEXEC} -n 2 did not start 2 ranks in {PROBE_TIMEOUT} s; {INSTALL_HINT}"
     if probe.stdout.split() != ["2"]:  # e.g. an mpiexec of another MPI than mpi4py's: 2 jobs of 1 rank
         return f"{MPIEXEC} does not start 2 mpi4py ranks ({probe.stderr.strip()[-200:]!r}); {INSTALL_HINT}"
     return None
@@ -81,8 +97,7 @@ def mpi_env():
 
 
 def mpirun(n, *args, timeout=TIMEOUT):
-    return subprocess.run([MPIEXEC, "-n", str(n), sys.executable, *map(str, args)], env=mpi_env(),
-                          capture_output=True, text=True, timeout=timeout)
+    return run_job([MPIEXEC, "-n", str(n), sys.executable, *map(str, args)], timeout, mpi_env())
 
 
 def driver(n, settings, tmp_path, *extra):
