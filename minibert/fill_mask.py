@@ -47,7 +47,7 @@ def fill_mask(model, tokenizer, text: str, top_k: int = 5) -> list[list[dict]]:
     if top_k < 1:
         raise ValueError(f"top_k must be at least 1, got {top_k}")
     mask_id = tokenizer.mask_token_id
-    max_len = model.config.max_position_embeddings
+    max_len = model.config.max_tokens
     ids = np.asarray(tokenizer.encode(text).input_ids, dtype=np.int64)  # (T,)
     if len(ids) > max_len:
         raise ValueError(f"the text has {len(ids)} tokens, more than the model's {max_len} positions")

@@ -65,10 +65,10 @@ def model_config(settings: PretrainSettings, vocab_size: int) -> BertConfig:
 
 
 def sequence_length(settings: PretrainSettings, config: BertConfig) -> int:
-    seq_len = settings.seq_len or min(128, config.max_position_embeddings)
-    if seq_len > config.max_position_embeddings:
-        raise ValueError(f"--seq-len {seq_len} is longer than the model's max_position_embeddings "
-                         f"({config.max_position_embeddings})")
+    seq_len = settings.seq_len or min(128, config.max_tokens)
+    if seq_len > config.max_tokens:
+        raise ValueError(f"--seq-len {seq_len} is longer than the {config.max_tokens} tokens the model's "
+                         f"max_position_embeddings ({config.max_position_embeddings}) allows")
     minimum = 5 if settings.objective == "mlm+nsp" else 3
     if seq_len < minimum:
         raise ValueError(f"--seq-len {seq_len} is too short for objective {settings.objective} (minimum {minimum})")
