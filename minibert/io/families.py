@@ -20,7 +20,7 @@ CLASS_PREFIX = {"bert": "Bert", "roberta": "Roberta", "roberta-prelayernorm": "R
 _ROBERTA_HEAD = (("cls.predictions.transform.dense.", "lm_head.dense."),
                  ("cls.predictions.transform.LayerNorm.", "lm_head.layer_norm."),
                  ("cls.predictions.", "lm_head."))  # .bias, and the tied decoder's names
-# (minibert name fragment, Hugging Face fragment), most specific first; applied to the name after the body prefix
+# (minibert name fragment, Hugging Face fragment); applied to the name after the body prefix
 _ALBERT_LAYER = "encoder.albert_layer_groups.0.albert_layers.0."
 BODY_RENAMES = {
     "albert": (("encoder.layer.0.attention.self.", _ALBERT_LAYER + "attention."),
@@ -47,11 +47,12 @@ ARCHITECTURES = {
 
 
 def _rename(name, pairs, forward):
-    for ours, theirs in pairs:
-        old, new = (ours, theirs) if forward else (theirs, ours)
-        if name.startswith(old):
-            return new + name[len(old):]
-    return name
+    """Replace the longest matching leading fragment (so "attention.dense." wins over "attention.")."""
+    matches = [(old, new) for old, new in ((o, t) if forward else (t, o) for o, t in pairs) if name.startswith(old)]
+    if not matches:
+        return name
+    old, new = max(matches, key=lambda m: len(m[0]))
+    return new + name[len(old):]
 
 
 def to_hf_name(name: str, model_type: str, base_prefix: str) -> str:
