@@ -28,13 +28,13 @@ class PretrainSettings:
     eval_examples: int = 512             # held-out sequences evaluated each time (fixed masks)
     # ---- model and objective
     config: str = "mini"                 # a preset name or a config.json path
-    objective: str = "mlm"               # "mlm" (RoBERTa full sentences) or "mlm+nsp" (BERT sentence pairs)
+    objective: str = "mlm"               # "mlm" (RoBERTa full sentences), "mlm+nsp" (BERT), "mlm+sop" (ALBERT)
     dropout: float | None = 0.0          # hidden and attention dropout; None keeps the config's value
     seq_len: int | None = None           # None: min(128, max_position_embeddings)
     mask_prob: float = 0.4               # share of tokens to predict in training (held-out masks stay at 15%)
     whole_word_mask: bool = False
     packing: str = "sentences"           # mlm training sequences: "sentences" (whole ones) or "full" (cut to fill)
-    short_seq_prob: float = 0.1          # mlm+nsp only: share of sequences aimed at a random shorter length
+    short_seq_prob: float = 0.1          # mlm+nsp/sop only: share of sequences aimed at a random shorter length
     # ---- optimisation
     batch_size: int = 16
     grad_accum: int = 1
