@@ -66,7 +66,7 @@ ROBERTA_CLASSIFIER = (("bert.pooler.dense.", "classifier.dense."), ("classifier.
 def to_hf_name(name: str, model_type: str, base_prefix: str, classifier: bool = False) -> str:
     """minibert parameter name -> the family's Hugging Face state-dict name (classifier: the model is a
     sequence classifier, whose head RoBERTa names differently)."""
-    if model_type == "bert":
+    if model_type not in HF_PREFIX or model_type == "bert":  # BERT, or a family that names its own (ELECTRA)
         return name
     if classifier and model_type in ("roberta", "roberta-prelayernorm"):
         renamed = _rename(name, ROBERTA_CLASSIFIER, True)
@@ -80,7 +80,7 @@ def to_hf_name(name: str, model_type: str, base_prefix: str, classifier: bool = 
 
 def from_hf_name(key: str, model_type: str) -> str:
     """The family's Hugging Face state-dict name -> minibert's (body under "bert." when the file has a prefix)."""
-    if model_type == "bert":
+    if model_type not in HF_PREFIX or model_type == "bert":
         return key
     if model_type in ("roberta", "roberta-prelayernorm") and key.startswith("classifier."):
         return _rename(key, ROBERTA_CLASSIFIER, False)
@@ -96,7 +96,7 @@ def from_hf_name(key: str, model_type: str) -> str:
 
 def architecture(class_name: str, model_type: str) -> str:
     """"BertForMaskedLM" -> "RobertaForMaskedLM" for model_type roberta, and so on."""
-    if model_type == "bert" or not class_name.startswith("Bert"):
+    if model_type not in CLASS_PREFIX or model_type == "bert" or not class_name.startswith("Bert"):
         return class_name
     suffix = ARCHITECTURES.get(model_type, {}).get(class_name, class_name[len("Bert"):])
     return CLASS_PREFIX[model_type] + suffix
