@@ -119,7 +119,7 @@ def run(args) -> int:
     except TrainingStopped as e:
         print(f"minibert pretrain: {e}", file=sys.stderr)
         return 1
-    _print_summary(summary, show_examples=not args.no_examples)
+    _print_summary(summary, show_examples=not args.no_examples, objective=settings.objective)
     return 0
 
 
@@ -145,7 +145,7 @@ def _resume_settings(run_dir: Path, given: dict):
     return requested, checkpoint, run_dir
 
 
-def _print_summary(summary: dict, show_examples: bool = True) -> None:
+def _print_summary(summary: dict, show_examples: bool = True, objective: str = "mlm") -> None:
     m = summary["eval"]
     print()
     print(f"done: {summary['steps']:,} steps in {_duration(summary['wall_seconds'])} "
@@ -156,7 +156,8 @@ def _print_summary(summary: dict, show_examples: bool = True) -> None:
           f"{summary['baseline_acc']:.1%})")
     print(f"  perplexity {m['ppl']:,.1f}  (MLM loss {m['mlm_loss']:.3f})")
     if "nsp_acc" in m:
-        print(f"  next-sentence accuracy {m['nsp_acc']:.1%}  (chance: 50%)")
+        task = "sentence-order" if objective == "mlm+sop" else "next-sentence"  # the same head, ALBERT's task
+        print(f"  {task} accuracy {m['nsp_acc']:.1%}  (chance: 50%)")
     if summary.get("peak_rss_mb"):
         print(f"  peak memory {summary['peak_rss_mb']:,.0f} MB (resident)")
     if summary.get("stopped_early"):

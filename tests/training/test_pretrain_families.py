@@ -37,9 +37,10 @@ def _pretrain(corpus, config, runs, objective, steps=12):
                  "--runs-dir", str(runs), "--name", "run", "--quiet", "--no-plot"])
 
 
-def test_albert_with_sentence_order_prediction(corpus, tmp_path):
+def test_albert_with_sentence_order_prediction(corpus, tmp_path, capsys):
     config = _config_json(tmp_path, model_type="albert", embedding_size=16, hidden_act="gelu_new")
     assert _pretrain(corpus, config, tmp_path / "runs", "mlm+sop") == 0
+    assert "sentence-order accuracy" in capsys.readouterr().out
     run = tmp_path / "runs" / "run"
     evals = [r for r in read_metrics(run / "metrics.jsonl") if r["split"] == "eval"]
     assert "nsp_acc" in evals[-1]  # the sentence head (here SOP) is trained and evaluated
