@@ -69,7 +69,7 @@ class SentenceEncoder:
         if vocab_size > config.vocab_size:
             raise ValueError(f"the tokenizer has {vocab_size} tokens but the model's embedding matrix has only "
                              f"{config.vocab_size} rows (vocab_size); they must come from the same checkpoint")
-        limit = config.max_position_embeddings
+        limit = config.max_tokens
         if max_length is not None and not 2 <= max_length <= limit:
             raise ValueError(f"max_length must be in 2..{limit} (max_position_embeddings), got {max_length}")
         self.model = model.eval()
@@ -109,7 +109,7 @@ class SentenceEncoder:
             if not (issubclass(w.category, CheckpointWarning) and "not used by" in str(w.message)):
                 warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
         if max_length is not None:
-            max_length = min(max_length, model.config.max_position_embeddings)
+            max_length = min(max_length, model.config.max_tokens)
         return cls(model, tokenizer, max_length=max_length, normalize=normalize)
 
     def save_pretrained(self, folder) -> Path:

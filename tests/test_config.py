@@ -38,7 +38,7 @@ def test_config_json_round_trip_keeps_unknown_keys(tmp_path):
 
 def test_config_json_errors(tmp_path):
     (tmp_path / "config.json").write_text('{"model_type": "gpt2"}')
-    with pytest.raises(ValueError, match=r"config.json: model_type is 'gpt2', expected 'bert'"):
+    with pytest.raises(ValueError, match=r"config.json: model_type is 'gpt2', expected one of bert, roberta"):
         BertConfig.from_json_file(tmp_path)
     (tmp_path / "config.json").write_text('{"model_type": "bert", "hidden_act": "mish"}')
     with pytest.raises(ValueError, match=r"config.json: BertConfig.hidden_act 'mish'"):
@@ -63,3 +63,17 @@ def test_release_freed_memory_honours_the_opt_out(monkeypatch):
     import platform
     if platform.libc_ver()[0] == "glibc":
         assert isinstance(release_freed_memory(), bool)
+
+
+def test_descendant_presets_and_model_types(tmp_path):
+    albert = BertConfig.preset("albert-mini", vocab_size=100)
+    assert (albert.model_type, albert.embedding_width, albert.shared_layers) == ("albert", 64, True)
+    preln = BertConfig.preset("preln-mini")
+    assert preln.layer_norm_position == "pre" and preln.max_tokens == 64  # 65 rows, positions from pad + 1
+    assert BertConfig.preset("roberta-mini").type_vocab_size == 1
+    assert BertConfig().layer_norm_position == "post"  # BERT stays post-LN
+    (tmp_path / "config.json").write_text('{"model_type": "albert", "num_hidden_groups": 2}')
+    with pytest.raises(ValueError, match="num_hidden_groups is 2"):
+        BertConfig.from_json_file(tmp_path)
+    with pytest.raises(ValueError, match="model_type 'electrum' is not supported"):
+        BertConfig(model_type="electrum")

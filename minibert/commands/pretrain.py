@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from minibert.data.examples import OBJECTIVES
 from minibert.training.settings import OUTPUT_BIAS_INITS, PACKINGS, PretrainSettings
 
 D = PretrainSettings()  # the defaults, shown in --help
@@ -38,9 +39,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
     model = parser.add_argument_group("model and objective")
     model.add_argument("--config", metavar="NAME", default=None,
-                       help=f"model size: mini, tiny, small, base, large, or a config.json [{D.config}]")
-    model.add_argument("--objective", choices=("mlm", "mlm+nsp"), default=None,
-                       help=f"mlm: RoBERTa-style full sentences; mlm+nsp: BERT's sentence pairs with "
+                       help=f"model size: mini, tiny, small, base, large; a descendant of mini: albert-mini "
+                            f"(shared layers, factorised embeddings), roberta-mini, preln-mini (pre-LN); or a "
+                            f"config.json, whose model_type (bert, roberta, roberta-prelayernorm, albert) picks the "
+                            f"architecture (docs/descendants.md) [{D.config}]")
+    model.add_argument("--objective", choices=OBJECTIVES, default=None,
+                       help=f"mlm: RoBERTa-style full sentences; mlm+sop: ALBERT's sentence-order prediction "
+                            f"(two consecutive segments, swapped half the time); mlm+nsp: BERT's sentence pairs with "
                             f"next-sentence prediction [{D.objective}]")
     model.add_argument("--dropout", type=float, metavar="X", default=None,
                        help=f"dropout during pre-training (short runs learn faster without) [{D.dropout}]")
@@ -57,7 +62,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     model.add_argument("--whole-word-mask", action="store_true", default=None,
                        help="mask all pieces of a word together")
     model.add_argument("--short-seq-prob", type=float, metavar="X", default=None,
-                       help=f"mlm+nsp: share of shorter sequences [{D.short_seq_prob}]")
+                       help=f"mlm+nsp, mlm+sop: share of shorter sequences [{D.short_seq_prob}]")
 
     opt = parser.add_argument_group("optimisation")
     opt.add_argument("--steps", type=int, metavar="N", default=None, help="optimizer steps (default: as many as fit in --minutes)")
@@ -123,7 +128,7 @@ def run(args) -> int:
                 print(f"minibert pretrain: {e}", file=sys.stderr)
             return 1
         if comm.is_root:
-            _print_summary(summary, show_examples=not args.no_examples)
+            _print_summary(summary, show_examples=not args.no_examples, objective=settings.objective)
     return 0
 
 
@@ -149,7 +154,7 @@ def _resume_settings(run_dir: Path, given: dict):
     return requested, checkpoint, run_dir
 
 
-def _print_summary(summary: dict, show_examples: bool = True) -> None:
+def _print_summary(summary: dict, show_examples: bool = True, objective: str = "mlm") -> None:
     m = summary["eval"]
     print()
     print(f"done: {summary['steps']:,} steps in {_duration(summary['wall_seconds'])} "
@@ -160,7 +165,8 @@ def _print_summary(summary: dict, show_examples: bool = True) -> None:
           f"{summary['baseline_acc']:.1%})")
     print(f"  perplexity {m['ppl']:,.1f}  (MLM loss {m['mlm_loss']:.3f})")
     if "nsp_acc" in m:
-        print(f"  next-sentence accuracy {m['nsp_acc']:.1%}  (chance: 50%)")
+        task = "sentence-order" if objective == "mlm+sop" else "next-sentence"  # the same head, ALBERT's task
+        print(f"  {task} accuracy {m['nsp_acc']:.1%}  (chance: 50%)")
     if summary.get("peak_rss_mb"):
         print(f"  peak memory {summary['peak_rss_mb']:,.0f} MB (resident)")
     if summary.get("stopped_early"):

@@ -31,7 +31,7 @@ def pooler_backward(dpooled, cache, params, grads, prefix):
 
 def mlm_head_forward(h, params, bert_prefix, config):
     # h (M, H): the positions to predict -> logits (M, V)
-    act_forward, _ = get_activation(config.hidden_act)
+    act_forward, _ = get_activation(config.mlm_head_act)
     t, c1 = linear_forward(h, params["cls.predictions.transform.dense.weight"],
                            params["cls.predictions.transform.dense.bias"])  # (M, H)
     t, c2 = act_forward(t)  # (M, H)
@@ -43,7 +43,7 @@ def mlm_head_forward(h, params, bert_prefix, config):
 
 def mlm_head_backward(dlogits, cache, params, grads, bert_prefix, config):
     c1, c2, c3, c4 = cache
-    _, act_backward = get_activation(config.hidden_act)
+    _, act_backward = get_activation(config.mlm_head_act)
     dt = linear_backward(dlogits, c4, params[bert_prefix + WORD_EMBEDDINGS], grads[bert_prefix + WORD_EMBEDDINGS],
                          grads["cls.predictions.bias"])  # (M, H); the tied matrix's decoder share
     dt = layernorm_backward(dt, c3, params["cls.predictions.transform.LayerNorm.weight"],
