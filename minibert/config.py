@@ -42,6 +42,9 @@ class BertConfig:
     initializer_range: float = 0.02
     layer_norm_eps: float = 1e-12
     pad_token_id: int = 0
+    # Width E of the embedding tables (ALBERT, ELECTRA). None: E = hidden_size. When E != H the encoder
+    # projects E -> H right after the embeddings (see models/bert.py); saved to config.json only when set.
+    embedding_size: int | None = None
     # Keys of config.json that are not fields above (architectures, id2label, torch_dtype, ...): kept so that a
     # loaded config saves back without losing them.
     extra: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
@@ -72,6 +75,10 @@ class BertConfig:
         for name in ("layer_norm_eps", "initializer_range"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"BertConfig.{name} must be > 0, got {getattr(self, name)!r}")
+        if self.embedding_size is not None and (not isinstance(self.embedding_size, int) or
+                                                isinstance(self.embedding_size, bool) or self.embedding_size < 1):
+            raise ValueError(f"BertConfig.embedding_size must be a positive integer or null, got "
+                             f"{self.embedding_size!r}")
         if not 0 <= self.pad_token_id < self.vocab_size:
             raise ValueError(f"BertConfig.pad_token_id {self.pad_token_id} is outside the vocabulary "
                              f"[0, {self.vocab_size})")
@@ -79,6 +86,11 @@ class BertConfig:
     @property
     def head_size(self) -> int:
         return self.hidden_size // self.num_attention_heads
+
+    @property
+    def embedding_width(self) -> int:
+        """E: the width of the embedding tables (embedding_size, or hidden_size when that is None)."""
+        return self.hidden_size if self.embedding_size is None else self.embedding_size
 
     # ---------------------------------------------------------------- presets
     @classmethod
@@ -124,6 +136,8 @@ class BertConfig:
     def to_dict(self) -> dict[str, Any]:
         d = dict(self.extra)
         d.update({f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "extra"})
+        if d["embedding_size"] is None:  # BERT's config.json has no such key; keep ours identical to it
+            del d["embedding_size"]
         d["model_type"] = "bert"
         d.setdefault("position_embedding_type", "absolute")
         return d

@@ -8,21 +8,42 @@ import numpy as np
 from minibert.layers.embedding import embedding_backward, embedding_forward
 from minibert.layers.encoder_layer import encoder_layer_backward, encoder_layer_forward
 from minibert.layers.heads import pooler_backward, pooler_forward
+from minibert.layers.linear import linear_backward, linear_forward
 from minibert.models.base import Model
 from minibert.models.checks import check_inputs
 from minibert.models.outputs import ModelOutput
 
 
-def bert_param_shapes(config, prefix="", pooler=True):
-    """Name -> shape of every BertModel parameter, in Hugging Face's state-dict order."""
-    H, F = config.hidden_size, config.intermediate_size
+def needs_projection(config):
+    """Factorised embeddings (ALBERT, ELECTRA): tables of width E != H, then a linear map E -> H."""
+    return config.embedding_width != config.hidden_size
+
+
+def _projection_name(config, project_name):
+    if needs_projection(config) and not project_name:
+        raise ValueError(f"embedding_size {config.embedding_size} differs from hidden_size {config.hidden_size}: "
+                         f"the model needs a projection E -> H, but no project_name was given for it")
+    return project_name if needs_projection(config) else None
+
+
+def bert_param_shapes(config, prefix="", pooler=True, project_name=None):
+    """Name -> shape of every BertModel parameter, in Hugging Face's state-dict order.
+
+    With embedding_size E != hidden_size H the embedding tables are E wide and `{prefix}{project_name}` is the
+    E -> H projection (the family names it: ELECTRA "embeddings_project", ALBERT
+    "encoder.embedding_hidden_mapping_in")."""
+    H, F, E = config.hidden_size, config.intermediate_size, config.embedding_width
     shapes = {
-        prefix + "embeddings.word_embeddings.weight": (config.vocab_size, H),
-        prefix + "embeddings.position_embeddings.weight": (config.max_position_embeddings, H),
-        prefix + "embeddings.token_type_embeddings.weight": (config.type_vocab_size, H),
-        prefix + "embeddings.LayerNorm.weight": (H,),
-        prefix + "embeddings.LayerNorm.bias": (H,),
+        prefix + "embeddings.word_embeddings.weight": (config.vocab_size, E),
+        prefix + "embeddings.position_embeddings.weight": (config.max_position_embeddings, E),
+        prefix + "embeddings.token_type_embeddings.weight": (config.type_vocab_size, E),
+        prefix + "embeddings.LayerNorm.weight": (E,),
+        prefix + "embeddings.LayerNorm.bias": (E,),
     }
+    project_name = _projection_name(config, project_name)
+    if project_name:
+        shapes[f"{prefix}{project_name}.weight"] = (H, E)
+        shapes[f"{prefix}{project_name}.bias"] = (H,)
     for i in range(config.num_hidden_layers):
         p = f"{prefix}encoder.layer.{i}."
         for name in ("attention.self.query", "attention.self.key", "attention.self.value", "attention.output.dense"):
@@ -45,8 +66,10 @@ def bert_param_shapes(config, prefix="", pooler=True):
 class BertEncoder:
     """The shared body: runs on the params/grads dicts of whichever model owns it, under a name prefix."""
 
-    def __init__(self, model, prefix, pooler):
+    def __init__(self, model, prefix, pooler, project_name=None):
         self.model, self.prefix, self.has_pooler = model, prefix, pooler
+        project_name = _projection_name(model.config, project_name)
+        self.projection = f"{prefix}{project_name}." if project_name else None  # "....weight" (H, E), ".bias" (H,)
         self._cache = None
 
     def forward(self, input_ids, token_type_ids=None, attention_mask=None, output_attentions=False,
@@ -64,7 +87,11 @@ class BertEncoder:
             additive_mask = ((1 - attention_mask[:, None, None, :]) * np.finfo(m.dtype).min).astype(m.dtype)  # (B, 1, 1, T)
 
         x, c_emb = embedding_forward(params, prefix, input_ids, token_type_ids, cfg.layer_norm_eps,
-                                     cfg.hidden_dropout_prob, rng, training)  # (B, T, H)
+                                     cfg.hidden_dropout_prob, rng, training)  # (B, T, E)
+        c_proj = None
+        if self.projection:  # as HF ALBERT and ELECTRA: after the embeddings' LayerNorm and dropout
+            w, b = params[self.projection + "weight"], params[self.projection + "bias"]  # (H, E), (H,)
+            x, c_proj = linear_forward(x, w, b)  # (B, T, H)
         hidden_states, attentions, c_layers = [x], [], []
         for i in range(cfg.num_hidden_layers):
             x, probs, c = encoder_layer_forward(x, params, f"{prefix}encoder.layer.{i}.", additive_mask, cfg, rng,
@@ -74,7 +101,7 @@ class BertEncoder:
             if output_attentions:
                 attentions.append(probs)
         pooled, c_pool = pooler_forward(x, params, prefix) if self.has_pooler else (None, None)  # (B, H)
-        self._cache = (c_emb, c_layers, c_pool, x.shape)
+        self._cache = (c_emb, c_proj, c_layers, c_pool, x.shape)
         return ModelOutput(last_hidden_state=x, pooler_output=pooled,
                            attentions=attentions if output_attentions else None,
                            hidden_states=hidden_states if output_hidden_states else None)
@@ -83,7 +110,7 @@ class BertEncoder:
         if self._cache is None:
             raise ValueError("backward() called before forward()")
         m, cfg, prefix = self.model, self.model.config, self.prefix
-        c_emb, c_layers, c_pool, shape = self._cache  # shape = (B, T, H)
+        c_emb, c_proj, c_layers, c_pool, shape = self._cache  # shape = (B, T, H)
         if d_last_hidden_state is None:
             dx = np.zeros(shape, dtype=m.dtype)
         else:
@@ -100,6 +127,9 @@ class BertEncoder:
         self._cache = None  # the layers' activations are freed one by one, as soon as their backward is done
         for i in reversed(range(cfg.num_hidden_layers)):
             dx = encoder_layer_backward(dx, c_layers.pop(), m.params, m.grads, f"{prefix}encoder.layer.{i}.", cfg)
+        if c_proj is not None:
+            dx = linear_backward(dx, c_proj, m.params[self.projection + "weight"], m.grads[self.projection + "weight"],
+                                 m.grads[self.projection + "bias"])  # (B, T, E)
         embedding_backward(dx, c_emb, m.params, m.grads, prefix, cfg.pad_token_id)
 
 

@@ -20,14 +20,15 @@ from minibert.models.outputs import ModelOutput
 
 
 def mlm_head_shapes(config):
-    H = config.hidden_size
-    # The decoder weight is the word-embedding matrix (tied), so only its bias is a parameter of its own.
+    H, E = config.hidden_size, config.embedding_width
+    # The decoder weight is the word-embedding matrix (tied), so only its bias is a parameter of its own. With
+    # factorised embeddings (ALBERT) the transform maps H -> E, the width of that matrix.
     return {
         "cls.predictions.bias": (config.vocab_size,),
-        "cls.predictions.transform.dense.weight": (H, H),
-        "cls.predictions.transform.dense.bias": (H,),
-        "cls.predictions.transform.LayerNorm.weight": (H,),
-        "cls.predictions.transform.LayerNorm.bias": (H,),
+        "cls.predictions.transform.dense.weight": (E, H),
+        "cls.predictions.transform.dense.bias": (E,),
+        "cls.predictions.transform.LayerNorm.weight": (E,),
+        "cls.predictions.transform.LayerNorm.bias": (E,),
     }
 
 
