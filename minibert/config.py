@@ -106,8 +106,9 @@ class BertConfig:
     # ---------------------------------------------------------------- config.json
     @classmethod
     def from_dict(cls, d: dict[str, Any], source: str = "config") -> "BertConfig":
-        if d.get("model_type", "bert") != "bert":
-            raise ValueError(f"{source}: model_type is {d.get('model_type')!r}, expected 'bert'")
+        # "electra": the same fields plus embedding_size (models/electra.py writes it back on save)
+        if d.get("model_type", "bert") not in ("bert", "electra"):
+            raise ValueError(f"{source}: model_type is {d.get('model_type')!r}, expected 'bert' or 'electra'")
         names = {f.name for f in dataclasses.fields(cls)} - {"extra"}
         known = {k: v for k, v in d.items() if k in names}
         extra = {k: v for k, v in d.items() if k not in names}

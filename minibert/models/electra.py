@@ -43,15 +43,11 @@ def discriminator_shapes(config):
 
 
 def generator_shapes(config):
-    H, E, n = config.hidden_size, embedding_width(config), ELECTRA_GENERATOR_HEAD
+    H, E, n = config.hidden_size, config.embedding_width, ELECTRA_GENERATOR_HEAD
     shapes = electra_body_shapes(config)
     shapes.update({n.dense + ".weight": (E, H), n.dense + ".bias": (E,), n.layer_norm + ".weight": (E,),
                    n.layer_norm + ".bias": (E,), n.bias: (config.vocab_size,)})
     return shapes
-
-
-def embedding_width(config) -> int:
-    return config.embedding_size or config.hidden_size
 
 
 def generator_config(config, fraction: float = 0.25):
@@ -62,7 +58,7 @@ def generator_config(config, fraction: float = 0.25):
     D = config.head_size
     heads = max(1, round(config.hidden_size * fraction / D))
     return dataclasses.replace(config, hidden_size=heads * D, num_attention_heads=heads,
-                               intermediate_size=4 * heads * D, embedding_size=embedding_width(config),
+                               intermediate_size=4 * heads * D, embedding_size=config.embedding_width,
                                extra={})
 
 
@@ -73,7 +69,7 @@ class _ElectraConfigFields:
     def hf_config_fields(self):
         """What save_pretrained writes into config.json beyond BERT's fields: transformers then builds an
         ElectraConfig, whose embedding_size must be a number (ours may be None: the hidden size)."""
-        return {"model_type": "electra", "embedding_size": embedding_width(self.config)}
+        return {"model_type": "electra", "embedding_size": self.config.embedding_width}
 
 
 class ElectraForPreTraining(_ElectraConfigFields, Model):

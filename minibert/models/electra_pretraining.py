@@ -28,7 +28,7 @@ import numpy as np
 from minibert.layers.loss import IGNORE_INDEX
 from minibert.models.base import Model
 from minibert.models.electra import (ElectraForMaskedLM, ElectraForPreTraining, discriminator_shapes,
-                                     embedding_width, generator_config, generator_shapes)
+                                     generator_config, generator_shapes)
 from minibert.models.outputs import ModelOutput
 
 GEN = "generator."  # prefix of the generator's own parameters in the combined buffer
@@ -75,9 +75,9 @@ class ElectraPretrainer(Model):
             if getattr(self.gen_config, name) != getattr(config, name):
                 raise ValueError(f"the generator's {name} ({getattr(self.gen_config, name)}) must equal the "
                                  f"discriminator's ({getattr(config, name)}): they share the embedding tables")
-        if embedding_width(self.gen_config) != embedding_width(config):
-            raise ValueError(f"the generator's embedding_size ({embedding_width(self.gen_config)}) must equal the "
-                             f"discriminator's ({embedding_width(config)}): they share the embedding tables")
+        if self.gen_config.embedding_width != config.embedding_width:
+            raise ValueError(f"the generator's embedding_size ({self.gen_config.embedding_width}) must equal the "
+                             f"discriminator's ({config.embedding_width}): they share the embedding tables")
         self.rtd_weight = float(rtd_weight)
         super().__init__(config, seed=seed, dtype=dtype, init_weights=init_weights)
         self.discriminator = ElectraForPreTraining(config, dtype=self.dtype, init_weights=False)
