@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from minibert.data.examples import OBJECTIVES
 from minibert.training.settings import OUTPUT_BIAS_INITS, PACKINGS, PretrainSettings
 
 D = PretrainSettings()  # the defaults, shown in --help
@@ -38,9 +39,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     model = parser.add_argument_group("model and objective")
     model.add_argument("--config", metavar="NAME", default=None,
                        help=f"model size: mini, tiny, small, base, large, or a config.json [{D.config}]")
-    model.add_argument("--objective", choices=("mlm", "mlm+nsp"), default=None,
+    model.add_argument("--objective", choices=OBJECTIVES, default=None,
                        help=f"mlm: RoBERTa-style full sentences; mlm+nsp: BERT's sentence pairs with "
-                            f"next-sentence prediction [{D.objective}]")
+                            f"next-sentence prediction; electra: a small generator fills the masks, the model "
+                            f"learns to spot the replaced tokens (docs/descendants.md) [{D.objective}]")
+    model.add_argument("--generator-size", type=float, metavar="X", default=None,
+                       help=f"electra: the generator's hidden size as a share of the model's [{D.generator_size}]")
     model.add_argument("--dropout", type=float, metavar="X", default=None,
                        help=f"dropout during pre-training (short runs learn faster without) [{D.dropout}]")
     model.add_argument("--seq-len", type=int, metavar="N", default=None,

@@ -22,7 +22,7 @@ import numpy as np
 
 from minibert._malloc import release_freed_memory
 
-OBJECTIVES = ("mlm", "mlm+nsp")
+OBJECTIVES = ("mlm", "mlm+nsp", "electra")  # electra trains on the mlm sequences
 EXAMPLES_STREAM = 1  # separates this random stream from the masking and dropout streams of the same seed
 
 
@@ -161,7 +161,7 @@ def make_examples(documents, objective: str, max_seq_len: int, rng: np.random.Ge
     """All examples of one pass over `documents`, in a random order. fill: mlm only, see full_sentence_examples."""
     if objective == "mlm+nsp":
         examples = nsp_examples(documents, max_seq_len, rng, cls_id, sep_id, short_seq_prob)
-    elif objective == "mlm":
+    elif objective in ("mlm", "electra"):
         examples = full_sentence_examples(documents, max_seq_len, rng, cls_id, sep_id, fill)
     else:
         raise ValueError(f"unknown objective {objective!r}; expected one of {', '.join(OBJECTIVES)}")

@@ -9,6 +9,7 @@ from minibert.config import BertConfig
 from minibert.models.classification import BertForSequenceClassification, labels_from_config
 
 CLASSIFIER = ("classifier.weight", "classifier.bias")
+PRETRAINING_HEADS = ("cls.", "discriminator_predictions.", "...")  # BERT's MLM/NSP heads, ELECTRA's RTD head
 
 
 def load_tokenizer(folder: Path):
@@ -50,8 +51,9 @@ def load_for_finetuning(checkpoint: Path, label_names: list[str], seed: int = 0,
                 log(f"warning: {checkpoint}: {', '.join(others)} not in the checkpoint: newly initialised, "
                     f"trained from scratch now")
             continue
-        if "not used" in message and all(part.startswith(("cls.", "...")) for part in _listed(message)):
-            log("note: the checkpoint's pre-training heads (cls.*) are not part of a classifier; left out")
+        if "not used" in message and all(part.startswith(PRETRAINING_HEADS) for part in _listed(message)):
+            log("note: the checkpoint's pre-training heads (cls.*, discriminator_predictions.*) are not part of a "
+                "classifier; left out")
             continue
         log(f"warning: {message}")
     if not same_labels:

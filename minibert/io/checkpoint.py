@@ -120,6 +120,10 @@ def map_keys(file_keys, param_keys, base_prefix):
             candidates.append(base_prefix + name)  # BertModel-only file into a task model
         if not base_prefix and name.startswith("bert."):
             candidates.append(name[len("bert."):])  # task-model file into a bare BertModel
+        if base_prefix != "electra." and name.startswith("electra."):
+            # an ELECTRA discriminator's body is a BERT body (when its embeddings need no projection): fine-tuning
+            # and embedding use it
+            candidates.append(base_prefix + name[len("electra."):])
         match = next((c for c in candidates if c in params), None)
         if match is None:
             unexpected.append(key)

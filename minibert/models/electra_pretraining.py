@@ -35,6 +35,7 @@ GEN = "generator."  # prefix of the generator's own parameters in the combined b
 SHARED = "electra.embeddings."  # parameters both models use
 GENERATOR_DIR = "generator"
 RTD_WEIGHT = 50.0  # lambda of the paper
+EVAL_SAMPLE_SEED = 4321
 
 
 def sample_tokens(logits, rng):
@@ -123,14 +124,17 @@ class ElectraPretrainer(Model):
 
     def forward(self, input_ids, token_type_ids=None, attention_mask=None, labels=None, next_sentence_label=None,
                 sample_rng=None):
-        """`sample_rng` draws the generator's samples (default: the model's own generator, self.rng)."""
+        """`sample_rng` draws the generator's samples. Default: in training the model's own generator (self.rng,
+        saved in checkpoints); in eval mode a fixed one, so that held-out numbers depend on the model only."""
         self._cache = None
         if labels is None:
             raise ValueError("ElectraPretrainer.forward needs labels (the masked positions' original tokens)")
         if next_sentence_label is not None:
             raise ValueError("ELECTRA has no next-sentence prediction; use --objective electra without NSP data")
         gen = self.generator.forward(input_ids, token_type_ids, attention_mask, labels=labels)
-        sampled = sample_tokens(gen.prediction_logits, self.rng if sample_rng is None else sample_rng)  # (M,)
+        if sample_rng is None:
+            sample_rng = self.rng if self.training else np.random.default_rng(EVAL_SAMPLE_SEED)
+        sampled = sample_tokens(gen.prediction_logits, sample_rng)  # (M,)
         labels = np.asarray(labels).reshape(np.shape(input_ids))
         corrupted, replaced = replace_masked(np.asarray(input_ids), labels, sampled)
         disc = self.discriminator.forward(corrupted, token_type_ids, attention_mask, labels=replaced)

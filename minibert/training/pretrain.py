@@ -32,13 +32,13 @@ from minibert.data.examples import ExampleStream, collate
 from minibert.data.masking import Masker, continuation_mask
 from minibert.data.prepare import prepare_data
 from minibert.io.atomic import atomic_write_text
-from minibert.models import BertForPreTraining
 from minibert.optim import AdamW, clip_grad_norm
 from minibert.training.budget import Plan, make_plan, measure_step_seconds, replan, steps_that_fit
 from minibert.training.checkpointing import load_training_state, save_checkpoint
 from minibert.training.evaluate import build_eval_batches, evaluate, most_frequent_token_accuracy, token_counts
 from minibert.training.memory import peak_rss_mb
 from minibert.training.metrics import MetricsLog, Window
+from minibert.training.objectives import build_model, load_model, output_bias_name, rtd_counts
 from minibert.training.run_dir import create_run_dir, default_run_name, latest_checkpoint
 from minibert.training.settings import PretrainSettings
 
@@ -95,7 +95,7 @@ def recipe_parts(settings: PretrainSettings, model, data, seq_len: int, fresh: b
     if fresh and settings.output_bias == "unigram":
         # The model starts where the frequent-word plateau is (predicting the unigram distribution) instead of
         # spending its first few hundred steps learning it.
-        model.params["cls.predictions.bias"][...] = unigram_log_probs(counts, special_ids)
+        model.params[output_bias_name(model)][...] = unigram_log_probs(counts, special_ids)
     return masker, eval_batches, top_token, baseline_acc
 
 
@@ -135,7 +135,7 @@ def pretrain(settings: PretrainSettings, resume_checkpoint: Path | None = None, 
     # ---- model, optimizer, masking, data stream
     if resume_checkpoint:
         state, optimizer_state = load_training_state(resume_checkpoint)
-        model = BertForPreTraining.from_pretrained(resume_checkpoint, seed=settings.seed)
+        model = load_model(settings, resume_checkpoint)
         config = model.config
         if state.get("corpus") != corpus_fingerprint:
             raise ValueError(f"the corpus {', '.join(settings.corpus)} changed since {resume_checkpoint} was written "
@@ -145,7 +145,7 @@ def pretrain(settings: PretrainSettings, resume_checkpoint: Path | None = None, 
                              f"has {len(tok.vocab)} tokens")
     else:
         config = model_config(settings, len(tok.vocab))
-        model = BertForPreTraining(config, seed=settings.seed)
+        model = build_model(settings, config)
     seq_len = sequence_length(settings, config)
     model.train()
     optimizer = AdamW(model.params, model.grads, lr=settings.lr, betas=settings.betas, eps=settings.eps,
@@ -306,6 +306,11 @@ def _accumulate(window: Window, out, batch: dict, use_nsp: bool, grad_accum: int
     window.correct += int((out.prediction_logits.argmax(axis=-1) == targets).sum())
     window.masked += len(targets)
     window.tokens += int(batch["attention_mask"].sum())
+    correct, tokens, _ = rtd_counts(out, batch["attention_mask"])  # ELECTRA's discriminator; zeros otherwise
+    if tokens:
+        window.rtd_loss += float(out.rtd_loss) / grad_accum
+        window.rtd_correct += correct
+        window.rtd_tokens += tokens
     if use_nsp:
         nsl = batch["next_sentence_label"]
         window.nsp_loss += float(out.nsp_loss) / grad_accum
@@ -317,6 +322,8 @@ def _eval_line(step: int, m: dict) -> str:
     line = f"step {step:>6,}  held-out: mlm loss {m['mlm_loss']:.3f}  ppl {m['ppl']:,.1f}  acc {m['mlm_acc']:.1%}"
     if "nsp_acc" in m:
         line += f"  nsp acc {m['nsp_acc']:.1%}"
+    if "rtd_acc" in m:
+        line += f"  replaced-token acc {m['rtd_acc']:.1%} (all-original guess {m['rtd_baseline_acc']:.1%})"
     return line
 
 
