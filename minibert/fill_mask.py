@@ -31,12 +31,17 @@ class FillMask:
         from minibert.tokenizer import WordPieceTokenizer
         from minibert.training.run_dir import resolve_model_dir
         folder = resolve_model_dir(path)
+        tokenizer_folder = folder
+        if not _has_mlm_head(folder) and (folder / "generator" / "config.json").is_file():
+            folder = folder / "generator"  # ELECTRA: the discriminator has no MLM head, its generator has one
         if not _has_mlm_head(folder):
             raise ValueError(f"{folder}: the checkpoint has no masked-LM head (cls.predictions.*), so it cannot "
                              f"fill in [MASK]s; use a model pre-trained with masked language modelling")
         architectures = json.loads((folder / "config.json").read_text(encoding="utf-8")).get("architectures") or []
         model_class = BertForPreTraining if "BertForPreTraining" in architectures else BertForMaskedLM
-        return cls(model_class.from_pretrained(folder), WordPieceTokenizer.from_pretrained(folder))
+        if "ElectraForMaskedLM" in architectures:
+            from minibert.models.electra import ElectraForMaskedLM as model_class
+        return cls(model_class.from_pretrained(folder), WordPieceTokenizer.from_pretrained(tokenizer_folder))
 
     def __call__(self, text: str, top_k: int = 5) -> list[list[dict]]:
         return fill_mask(self.model, self.tokenizer, text, top_k)
@@ -84,5 +89,5 @@ def fill_mask(model, tokenizer, text: str, top_k: int = 5) -> list[list[dict]]:
 
 def _has_mlm_head(folder: Path) -> bool:
     from minibert.io.checkpoint import TensorSource
-    return any(name.startswith(("cls.predictions.", "lm_head.")) or ".predictions." in name
+    return any(name.startswith(("cls.predictions.", "lm_head.", "generator_lm_head.")) or ".predictions." in name
                for name in TensorSource(folder).names())

@@ -83,3 +83,12 @@ def test_finetune_and_embed_use_the_discriminator(trained, tmp_path, capsys):
     w = "encoder.layer.0.attention.self.query.weight"
     np.testing.assert_array_equal(enc.model.params[w], disc.params["electra." + w])
     assert enc.encode(["the fox eats berries ."]).shape == (1, 128)
+
+
+def test_fill_mask_uses_the_generator(trained):
+    _, run, _ = trained
+    from minibert.fill_mask import FillMask
+    filler = FillMask.from_pretrained(run)
+    assert type(filler.model).__name__ == "ElectraForMaskedLM" and filler.model.config.hidden_size == 64
+    guesses = filler("the fox eats [MASK] .", top_k=3)[0]
+    assert len(guesses) == 3 and guesses[0]["score"] >= guesses[1]["score"]
