@@ -156,6 +156,9 @@ def _print_summary(summary: dict, show_examples: bool = True) -> None:
     print(f"  perplexity {m['ppl']:,.1f}  (MLM loss {m['mlm_loss']:.3f})")
     if "nsp_acc" in m:
         print(f"  next-sentence accuracy {m['nsp_acc']:.1%}  (chance: 50%)")
+    if "rtd_acc" in m:  # ELECTRA: the lines above are its generator's, this one its discriminator's
+        print(f"  replaced-token detection accuracy {m['rtd_acc']:.1%}  (always guessing 'original': "
+              f"{m['rtd_baseline_acc']:.1%}); the masked-LM lines above are the generator's")
     if summary.get("peak_rss_mb"):
         print(f"  peak memory {summary['peak_rss_mb']:,.0f} MB (resident)")
     if summary.get("stopped_early"):
