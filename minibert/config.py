@@ -17,6 +17,16 @@ from minibert.layers.activations import ACTIVATIONS
 
 SUPPORTED_ACTIVATIONS = tuple(ACTIVATIONS)  # gelu (exact erf), gelu_new / gelu_pytorch_tanh (tanh), relu
 
+# Hugging Face model types minibert builds from the same encoder through config switches (docs/descendants.md):
+#   bert                   post-LN, absolute positions 0..T-1
+#   roberta                as bert, but positions count from pad_token_id + 1 and skip padding (one token type)
+#   roberta-prelayernorm   roberta's positions, pre-LN layers (LayerNorm before attention and feed-forward) and
+#                          a final LayerNorm after the last layer
+#   albert                 factorised embeddings (embedding_size), one layer's weights shared by every layer
+#   electra                BERT's body under ELECTRA's Hugging Face names (models/electra.py: the names are kept
+#                          as they are, no renaming); the config may have an embedding_size
+MODEL_TYPES = ("bert", "roberta", "roberta-prelayernorm", "albert", "electra")
+
 # name -> (num_hidden_layers, hidden_size, num_attention_heads, intermediate_size, vocab_size, max_position_embeddings)
 PRESETS: dict[str, tuple[int, int, int, int, int, int]] = {
     "tiny": (2, 128, 2, 512, 8192, 64),
@@ -25,6 +35,15 @@ PRESETS: dict[str, tuple[int, int, int, int, int, int]] = {
     "base": (12, 768, 12, 3072, 30522, 512),
     "large": (24, 1024, 16, 4096, 30522, 512),
 }
+
+# The descendants of mini (docs/descendants.md): name -> (base preset, overrides). RoBERTa's positions start at
+# pad_token_id + 1 = 1, so 64 tokens need 65 position rows.
+FAMILY_PRESETS: dict[str, tuple[str, dict[str, Any]]] = {
+    "roberta-mini": ("mini", dict(model_type="roberta", type_vocab_size=1, max_position_embeddings=65)),
+    "preln-mini": ("mini", dict(model_type="roberta-prelayernorm", max_position_embeddings=65)),
+    "albert-mini": ("mini", dict(model_type="albert", embedding_size=64, hidden_act="gelu_new")),
+}
+PRESET_NAMES = (*PRESETS, *FAMILY_PRESETS)
 
 
 @dataclass
@@ -45,6 +64,7 @@ class BertConfig:
     # Width E of the embedding tables (ALBERT, ELECTRA). None: E = hidden_size. When E != H the encoder
     # projects E -> H right after the embeddings (see models/bert.py); saved to config.json only when set.
     embedding_size: int | None = None
+    model_type: str = "bert"  # one of MODEL_TYPES: which descendant of BERT this is
     # Keys of config.json that are not fields above (architectures, id2label, torch_dtype, ...): kept so that a
     # loaded config saves back without losing them.
     extra: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
@@ -79,6 +99,13 @@ class BertConfig:
                                                 isinstance(self.embedding_size, bool) or self.embedding_size < 1):
             raise ValueError(f"BertConfig.embedding_size must be a positive integer or null, got "
                              f"{self.embedding_size!r}")
+        if self.model_type not in MODEL_TYPES:
+            raise ValueError(f"BertConfig.model_type {self.model_type!r} is not supported; expected one of "
+                             f"{', '.join(MODEL_TYPES)}")
+        if self.roberta_positions and self.max_position_embeddings <= self.pad_token_id + 1:
+            raise ValueError(f"BertConfig.max_position_embeddings ({self.max_position_embeddings}) leaves no position "
+                             f"for a token: {self.model_type} positions start at pad_token_id + 1 "
+                             f"({self.pad_token_id + 1})")
         if not 0 <= self.pad_token_id < self.vocab_size:
             raise ValueError(f"BertConfig.pad_token_id {self.pad_token_id} is outside the vocabulary "
                              f"[0, {self.vocab_size})")
@@ -92,11 +119,41 @@ class BertConfig:
         """E: the width of the embedding tables (embedding_size, or hidden_size when that is None)."""
         return self.hidden_size if self.embedding_size is None else self.embedding_size
 
+    @property
+    def layer_norm_position(self) -> str:
+        """"post" (BERT: LayerNorm after each residual sum) or "pre" (LayerNorm before attention and feed-forward,
+        plus a final LayerNorm): the pre-LN switch is model_type roberta-prelayernorm."""
+        return "pre" if self.model_type == "roberta-prelayernorm" else "post"
+
+    @property
+    def roberta_positions(self) -> bool:
+        """Position ids as RoBERTa makes them: pad_token_id + 1 + index, padding tokens at pad_token_id."""
+        return self.model_type in ("roberta", "roberta-prelayernorm")
+
+    @property
+    def shared_layers(self) -> bool:
+        """ALBERT: every layer runs with the weights of layer 0."""
+        return self.model_type == "albert"
+
+    @property
+    def max_tokens(self) -> int:
+        """The longest sequence the position table allows (RoBERTa's positions start at pad_token_id + 1)."""
+        offset = self.pad_token_id + 1 if self.roberta_positions else 0
+        return self.max_position_embeddings - offset
+
+    @property
+    def mlm_head_act(self) -> str:
+        """RoBERTa's LM head applies exact GELU whatever hidden_act is; BERT's and ALBERT's use hidden_act."""
+        return "gelu" if self.roberta_positions else self.hidden_act
+
     # ---------------------------------------------------------------- presets
     @classmethod
     def preset(cls, name: str, **overrides: Any) -> "BertConfig":
+        if name in FAMILY_PRESETS:
+            base, family = FAMILY_PRESETS[name]
+            return cls.preset(base, **{**family, **overrides})
         if name not in PRESETS:
-            raise ValueError(f"unknown config preset {name!r}; expected one of {', '.join(PRESETS)}")
+            raise ValueError(f"unknown config preset {name!r}; expected one of {', '.join(PRESET_NAMES)}")
         layers, hidden, heads, ffn, vocab, positions = PRESETS[name]
         values: dict[str, Any] = dict(num_hidden_layers=layers, hidden_size=hidden, num_attention_heads=heads,
                                       intermediate_size=ffn, vocab_size=vocab, max_position_embeddings=positions)
@@ -106,9 +163,9 @@ class BertConfig:
     # ---------------------------------------------------------------- config.json
     @classmethod
     def from_dict(cls, d: dict[str, Any], source: str = "config") -> "BertConfig":
-        # "electra": the same fields plus embedding_size (models/electra.py writes it back on save)
-        if d.get("model_type", "bert") not in ("bert", "electra"):
-            raise ValueError(f"{source}: model_type is {d.get('model_type')!r}, expected 'bert' or 'electra'")
+        if d.get("model_type", "bert") not in MODEL_TYPES:
+            raise ValueError(f"{source}: model_type is {d.get('model_type')!r}, expected one of "
+                             f"{', '.join(MODEL_TYPES)}")
         names = {f.name for f in dataclasses.fields(cls)} - {"extra"}
         known = {k: v for k, v in d.items() if k in names}
         extra = {k: v for k, v in d.items() if k not in names}
@@ -137,9 +194,10 @@ class BertConfig:
     def to_dict(self) -> dict[str, Any]:
         d = dict(self.extra)
         d.update({f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "extra"})
-        if d["embedding_size"] is None:  # BERT's config.json has no such key; keep ours identical to it
+        if d["embedding_size"] is None and self.model_type == "albert":
+            d["embedding_size"] = self.hidden_size  # AlbertConfig's own default (128) would be wrong
+        elif d["embedding_size"] is None:  # BERT's config.json has no such key; keep ours identical to it
             del d["embedding_size"]
-        d["model_type"] = "bert"
         d.setdefault("position_embedding_type", "absolute")
         return d
 

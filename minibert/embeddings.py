@@ -73,7 +73,7 @@ class SentenceEncoder:
         if vocab_size > config.vocab_size:
             raise ValueError(f"the tokenizer has {vocab_size} tokens but the model's embedding matrix has only "
                              f"{config.vocab_size} rows (vocab_size); they must come from the same checkpoint")
-        limit = config.max_position_embeddings
+        limit = config.max_tokens
         if max_length is not None and not 2 <= max_length <= limit:
             raise ValueError(f"max_length must be in 2..{limit} (max_position_embeddings), got {max_length}")
         self.model = model.eval()
@@ -104,7 +104,7 @@ class SentenceEncoder:
         folder = resolve_model_dir(name_or_path)
         config = BertConfig.from_json_file(folder / "config.json")  # a bad config fails before the vocabulary is read
         # An ELECTRA discriminator (its body loads as a BERT body) has no pooler, and mean pooling needs none.
-        pooler = config.extra.get("model_type") != "electra"
+        pooler = config.model_type != "electra"
         tokenizer = load_tokenizer(folder)
         if max_length is None:
             max_length = _sentence_transformers_max_length(folder)
@@ -115,7 +115,7 @@ class SentenceEncoder:
             if not (issubclass(w.category, CheckpointWarning) and "not used by" in str(w.message)):
                 warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
         if max_length is not None:
-            max_length = min(max_length, model.config.max_position_embeddings)
+            max_length = min(max_length, model.config.max_tokens)
         return cls(model, tokenizer, max_length=max_length, normalize=normalize)
 
     def save_pretrained(self, folder) -> Path:

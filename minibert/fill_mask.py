@@ -38,7 +38,9 @@ class FillMask:
             raise ValueError(f"{folder}: the checkpoint has no masked-LM head (cls.predictions.*), so it cannot "
                              f"fill in [MASK]s; use a model pre-trained with masked language modelling")
         architectures = json.loads((folder / "config.json").read_text(encoding="utf-8")).get("architectures") or []
-        model_class = BertForPreTraining if "BertForPreTraining" in architectures else BertForMaskedLM
+        # minibert's pre-training checkpoints keep the sentence head (RoBERTa's too, saved as ...ForMaskedLM)
+        with_pair_head = any(a.endswith("ForPreTraining") for a in architectures) or _has_pair_head(folder)
+        model_class = BertForPreTraining if with_pair_head else BertForMaskedLM
         if "ElectraForMaskedLM" in architectures:
             from minibert.models.electra import ElectraForMaskedLM as model_class
         return cls(model_class.from_pretrained(folder), WordPieceTokenizer.from_pretrained(tokenizer_folder))
@@ -52,7 +54,7 @@ def fill_mask(model, tokenizer, text: str, top_k: int = 5) -> list[list[dict]]:
     if top_k < 1:
         raise ValueError(f"top_k must be at least 1, got {top_k}")
     mask_id = tokenizer.mask_token_id
-    max_len = model.config.max_position_embeddings
+    max_len = model.config.max_tokens
     ids = np.asarray(tokenizer.encode(text).input_ids, dtype=np.int64)  # (T,)
     if len(ids) > max_len:
         raise ValueError(f"the text has {len(ids)} tokens, more than the model's {max_len} positions")
@@ -89,5 +91,10 @@ def fill_mask(model, tokenizer, text: str, top_k: int = 5) -> list[list[dict]]:
 
 def _has_mlm_head(folder: Path) -> bool:
     from minibert.io.checkpoint import TensorSource
-    return any(name.startswith(("cls.predictions.", "lm_head.", "generator_lm_head.")) or ".predictions." in name
+    return any(name.startswith(("cls.predictions.", "lm_head.", "predictions.", "generator_lm_head.")) or ".predictions." in name
                for name in TensorSource(folder).names())
+
+
+def _has_pair_head(folder: Path) -> bool:
+    from minibert.io.checkpoint import TensorSource
+    return any(name.startswith("cls.seq_relationship.") for name in TensorSource(folder).names())

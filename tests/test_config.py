@@ -38,7 +38,7 @@ def test_config_json_round_trip_keeps_unknown_keys(tmp_path):
 
 def test_config_json_errors(tmp_path):
     (tmp_path / "config.json").write_text('{"model_type": "gpt2"}')
-    with pytest.raises(ValueError, match=r"config.json: model_type is 'gpt2', expected 'bert'"):
+    with pytest.raises(ValueError, match=r"config.json: model_type is 'gpt2', expected one of bert, roberta"):
         BertConfig.from_json_file(tmp_path)
     (tmp_path / "config.json").write_text('{"model_type": "bert", "hidden_act": "mish"}')
     with pytest.raises(ValueError, match=r"config.json: BertConfig.hidden_act 'mish'"):

@@ -192,10 +192,10 @@ def run(args) -> int:
     config = BertConfig.from_json_file(checkpoint)
     max_length = args.max_length
     if max_length is None:
-        max_length = min(DEFAULT_MAX_LENGTH, config.max_position_embeddings)
-    elif max_length > config.max_position_embeddings:
+        max_length = min(DEFAULT_MAX_LENGTH, config.max_tokens)
+    elif max_length > config.max_tokens:
         raise ValueError(f"--max-length {max_length} is longer than the model's max_position_embeddings "
-                         f"({config.max_position_embeddings}, {checkpoint / 'config.json'})")
+                         f"({config.max_tokens}, {checkpoint / 'config.json'})")
     settings = Settings(epochs=args.epochs, lr=args.lr, batch_size=args.batch_size, max_length=max_length,
                         warmup_ratio=args.warmup_ratio, weight_decay=args.weight_decay,
                         max_grad_norm=args.max_grad_norm, seed=args.seed, select_metric=args.select_metric,

@@ -97,7 +97,7 @@ def run(args) -> int:
     label_names = [model.id2label[i] for i in range(model.num_labels)]
     if examples.labels is not None:
         check_labels_known(examples, model.label2id, f"the model's labels ({checkpoint / 'config.json'})")
-    limit = model.config.max_position_embeddings
+    limit = model.config.max_tokens
     max_length = args.max_length if args.max_length is not None else min(128, limit)
     if not 1 <= max_length <= limit:
         raise ValueError(f"--max-length {max_length} must be between 1 and the model's max_position_embeddings "

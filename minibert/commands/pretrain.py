@@ -38,11 +38,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
     model = parser.add_argument_group("model and objective")
     model.add_argument("--config", metavar="NAME", default=None,
-                       help=f"model size: mini, tiny, small, base, large, or a config.json [{D.config}]")
+                       help=f"model size: mini, tiny, small, base, large; a descendant of mini: albert-mini "
+                            f"(shared layers, factorised embeddings), roberta-mini, preln-mini (pre-LN); or a "
+                            f"config.json, whose model_type (bert, roberta, roberta-prelayernorm, albert) picks the "
+                            f"architecture (docs/descendants.md) [{D.config}]")
     model.add_argument("--objective", choices=OBJECTIVES, default=None,
-                       help=f"mlm: RoBERTa-style full sentences; mlm+nsp: BERT's sentence pairs with "
-                            f"next-sentence prediction; electra: a small generator fills the masks, the model "
-                            f"learns to spot the replaced tokens (docs/descendants.md) [{D.objective}]")
+                       help=f"mlm: RoBERTa-style full sentences; mlm+sop: ALBERT's sentence-order prediction "
+                            f"(two consecutive segments, swapped half the time); mlm+nsp: BERT's sentence pairs with "
+                            f"next-sentence prediction; electra: a small generator fills the masks, the model learns to "
+                            f"spot the replaced tokens (docs/descendants.md) [{D.objective}]")
     model.add_argument("--generator-size", type=float, metavar="X", default=None,
                        help=f"electra: the generator's hidden size as a share of the model's [{D.generator_size}]")
     model.add_argument("--dropout", type=float, metavar="X", default=None,
@@ -57,7 +61,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     model.add_argument("--whole-word-mask", action="store_true", default=None,
                        help="mask all pieces of a word together")
     model.add_argument("--short-seq-prob", type=float, metavar="X", default=None,
-                       help=f"mlm+nsp: share of shorter sequences [{D.short_seq_prob}]")
+                       help=f"mlm+nsp, mlm+sop: share of shorter sequences [{D.short_seq_prob}]")
 
     opt = parser.add_argument_group("optimisation")
     opt.add_argument("--steps", type=int, metavar="N", default=None, help="optimizer steps (default: as many as fit in --minutes)")

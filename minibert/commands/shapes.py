@@ -21,12 +21,12 @@ def add_arguments(parser):
 
 def run(args) -> int:
     config, source = config_from_args(args)
-    seq_len = args.seq_len if args.seq_len is not None else min(10, config.max_position_embeddings)
+    seq_len = args.seq_len if args.seq_len is not None else min(10, config.max_tokens)
     # Check the sizes before building a (possibly large) model.
     if args.batch_size < 1:
         raise ValueError(f"--batch-size must be at least 1, got {args.batch_size}")
-    if not 1 <= seq_len <= config.max_position_embeddings:
-        raise ValueError(f"--seq-len must be in 1..{config.max_position_embeddings} (max_position_embeddings "
+    if not 1 <= seq_len <= config.max_tokens:
+        raise ValueError(f"--seq-len must be in 1..{config.max_tokens} (max_position_embeddings "
                          f"of {source}), got {seq_len}")
     class_name = model_class_name(config, args.model_class)
     model = build_model(config, class_name)

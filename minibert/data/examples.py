@@ -6,6 +6,9 @@ Two objectives:
   sentences from a document and B is, half the time, the sentences that really follow (NSP label 0) and,
   otherwise, sentences from another, random document (label 1). With probability `short_seq_prob` a sequence
   aims at a random shorter length, so the model also sees short inputs.
+- `mlm+sop`, ALBERT's sentence-order prediction: the same pairs, but B always really follows A, and half the
+  time the two are swapped (`[CLS] B [SEP] A [SEP]`, label 1); a topic shift cannot give the answer away, only
+  the order of the discourse can.
 - `mlm`, RoBERTa's FULL-SENTENCES: `[CLS] s1 s2 ... [SEP]` packed with whole sentences up to the length limit,
   running on into the next document with an extra [SEP] between documents. No padding is wasted.
 
@@ -22,7 +25,8 @@ import numpy as np
 
 from minibert._malloc import release_freed_memory
 
-OBJECTIVES = ("mlm", "mlm+nsp", "electra")  # electra trains on the mlm sequences
+OBJECTIVES = ("mlm", "mlm+nsp", "mlm+sop", "electra")  # electra trains on the mlm sequences
+PAIR_OBJECTIVES = ("mlm+nsp", "mlm+sop")  # sentence pairs in two segments, with a head on the pooled [CLS]
 EXAMPLES_STREAM = 1  # separates this random stream from the masking and dropout streams of the same seed
 
 
@@ -31,6 +35,7 @@ class Example:
     tokens: np.ndarray   # (t,) int64, special tokens included
     num_a: int           # tokens in segment A ([CLS] and its [SEP] included); the rest is segment B
     is_random_next: int  # NSP label: 1 = B comes from another document, 0 = B really follows A, -1 = no NSP
+    #                      (SOP: 1 = the two segments were swapped, 0 = in order)
     doc: int             # the document A comes from
     other_doc: int       # the document B comes from (== doc unless random), -1 when there is no B
 
@@ -46,8 +51,11 @@ def truncate_pair(a: list, b: list, max_tokens: int, rng: np.random.Generator) -
 
 
 def nsp_examples(documents: list[list[np.ndarray]], max_seq_len: int, rng: np.random.Generator, cls_id: int,
-                 sep_id: int, short_seq_prob: float = 0.1) -> list[Example]:
+                 sep_id: int, short_seq_prob: float = 0.1, sentence_order: bool = False) -> list[Example]:
     """BERT's sentence-pair examples from every document, in document order (shuffle them afterwards).
+
+    sentence_order=True makes ALBERT's SOP pairs instead: B is always the real continuation, and after
+    truncation a coin swaps A and B (label 1 when swapped).
 
     One change from create_pretraining_data.py: there, a chunk of a single sentence always gets a random B,
     which makes far more than half the pairs random on a corpus of short documents. Here the coin is tossed
@@ -68,7 +76,7 @@ def nsp_examples(documents: list[list[np.ndarray]], max_seq_len: int, rng: np.ra
             if i == len(document) - 1 or length >= target:
                 a_end = int(rng.integers(1, len(chunk))) if len(chunk) >= 2 else 1
                 a = [t for s in chunk[:a_end] for t in s.tolist()]
-                random_next = len(nonempty) > 1 and rng.random() < 0.5
+                random_next = not sentence_order and len(nonempty) > 1 and rng.random() < 0.5
                 if random_next:
                     other = d
                     while other == d:
@@ -83,9 +91,12 @@ def nsp_examples(documents: list[list[np.ndarray]], max_seq_len: int, rng: np.ra
                 else:
                     other, b = d, []  # a one-token document: no real next segment exists
                 truncate_pair(a, b, max_tokens, rng)
+                label = int(random_next)
+                if sentence_order and rng.random() < 0.5:
+                    a, b, label = b, a, 1
                 if a and b:
                     tokens = np.array([cls_id, *a, sep_id, *b, sep_id], dtype=np.int64)
-                    examples.append(Example(tokens, len(a) + 2, int(random_next), d, other))
+                    examples.append(Example(tokens, len(a) + 2, label, d, other))
                 chunk, length = [], 0
                 target = _target_length(max_tokens, short_seq_prob, rng)
             i += 1
@@ -159,8 +170,9 @@ def full_sentence_examples(documents: list[list[np.ndarray]], max_seq_len: int, 
 def make_examples(documents, objective: str, max_seq_len: int, rng: np.random.Generator, cls_id: int,
                   sep_id: int, short_seq_prob: float = 0.1, fill: bool = False) -> list[Example]:
     """All examples of one pass over `documents`, in a random order. fill: mlm only, see full_sentence_examples."""
-    if objective == "mlm+nsp":
-        examples = nsp_examples(documents, max_seq_len, rng, cls_id, sep_id, short_seq_prob)
+    if objective in PAIR_OBJECTIVES:
+        examples = nsp_examples(documents, max_seq_len, rng, cls_id, sep_id, short_seq_prob,
+                                sentence_order=objective == "mlm+sop")
     elif objective in ("mlm", "electra"):
         examples = full_sentence_examples(documents, max_seq_len, rng, cls_id, sep_id, fill)
     else:

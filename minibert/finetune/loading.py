@@ -58,6 +58,8 @@ def load_for_finetuning(checkpoint: Path, label_names: list[str], seed: int = 0,
         log(f"warning: {message}")
     if not same_labels:
         log(f"new classifier for {len(label_names)} classes (classifier.weight, classifier.bias initialised)")
+    if model.config.model_type == "electra":  # a BERT classifier on the discriminator's body: saved as BERT's
+        model.config.model_type = "bert"
     model.set_labels(label_names)
     model.config.extra["problem_type"] = "single_label_classification"
     return model

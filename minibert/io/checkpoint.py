@@ -27,6 +27,7 @@ import numpy as np
 
 from minibert.config import BertConfig
 from minibert.io.atomic import atomic_write_text
+from minibert.io.families import architecture, from_hf_name, to_hf_name
 from minibert.io.safetensors_io import load_safetensors, read_safetensors_header, save_safetensors
 from minibert.models.bert import bert_param_shapes
 
@@ -79,7 +80,7 @@ def load_pretrained(cls, path, dtype=np.float32, **kwargs):
     for file_key, param_key in mapping.items():
         np.copyto(model.params[param_key], tensors[file_key], casting="unsafe")  # in place, C order, model dtype
     loaded = set(mapping.values())
-    unexpected = _handle_tied_keys(model, tensors, unexpected, loaded, source.label)
+    unexpected = _handle_tied_keys(model, tensors, unexpected, loaded, source.label, config.model_type)
 
     missing = [k for k in model.params if k not in loaded]
     if missing:
@@ -104,17 +105,18 @@ def _kwargs_from_config(cls, config, kwargs):
     return kwargs
 
 
-def map_keys(file_keys, param_keys, base_prefix):
+def map_keys(file_keys, param_keys, base_prefix, model_type="bert"):
     """Match checkpoint names to parameter names. Returns ({file_key: param_key}, [unexpected file keys]).
 
-    Buffers (position_ids) are dropped silently; the decoder keys are left for `_handle_tied_keys`.
+    Buffers (position_ids) are dropped silently; the decoder keys are left for `_handle_tied_keys`. A family's
+    own names (roberta., albert., lm_head. ...) are first renamed to minibert's (io/families.py).
     """
     params = set(param_keys)
     mapping, unexpected = {}, []
     for key in file_keys:
         if key.endswith(BUFFER_SUFFIXES):
             continue
-        name = _modern_name(key)
+        name = from_hf_name(_modern_name(key), model_type)
         candidates = [name]
         if base_prefix and not name.startswith(base_prefix):
             candidates.append(base_prefix + name)  # BertModel-only file into a task model
@@ -147,7 +149,7 @@ def _modern_name(key):
 
 def _check_shapes(source, expected_shapes, base_prefix, config, folder):
     """Map the file's names onto `expected_shapes`' and check every shape and dtype; returns map_keys' result."""
-    mapping, unexpected = map_keys(source.names(), expected_shapes, base_prefix)
+    mapping, unexpected = map_keys(source.names(), expected_shapes, base_prefix, config.model_type)
     # The embedding matrix first: a vocabulary mismatch is the likeliest cause of any other shape error.
     for file_key, param_key in sorted(mapping.items(), key=lambda kv: "word_embeddings" not in kv[1]):
         _check_tensor(source, file_key, param_key, expected_shapes[param_key], config, folder)
@@ -170,14 +172,15 @@ def _check_tensor(source, file_key, param_key, expected_shape, config, folder):
                      f"max_position_embeddings={config.max_position_embeddings}) implies {tuple(expected_shape)}")
 
 
-def _handle_tied_keys(model, tensors, unexpected, loaded, label):
+def _handle_tied_keys(model, tensors, unexpected, loaded, label, model_type="bert"):
     """Check an explicit decoder weight/bias against what minibert ties it to; return the still-unexpected keys."""
     embeddings_key = model.base_prefix + "embeddings.word_embeddings.weight"
     if MLM_BIAS not in model.params:  # no MLM head (BertModel, classifiers): decoder keys are simply unused
         return unexpected
     rest = []
     for key in unexpected:
-        if key == DECODER_WEIGHT:
+        name = from_hf_name(key, model_type)  # lm_head.decoder.weight (RoBERTa) -> cls.predictions.decoder.weight
+        if name == DECODER_WEIGHT:
             decoder, embeddings = tensors[key], model.params[embeddings_key]
             if decoder.shape != embeddings.shape or not np.array_equal(decoder.astype(embeddings.dtype), embeddings):
                 diff = (np.abs(decoder.astype(np.float64) - embeddings).max()
@@ -185,7 +188,7 @@ def _handle_tied_keys(model, tensors, unexpected, loaded, label):
                 warnings.warn(f"{label}: {DECODER_WEIGHT} differs from {embeddings_key} (max |diff| {diff}); minibert "
                               f"ties the MLM decoder to the word embeddings, so the file's decoder was ignored",
                               CheckpointWarning, stacklevel=4)
-        elif key == DECODER_BIAS:
+        elif name == DECODER_BIAS:
             bias = tensors[key]
             if MLM_BIAS not in loaded and bias.shape == model.params[MLM_BIAS].shape:
                 np.copyto(model.params[MLM_BIAS], bias, casting="unsafe")  # very old files name the bias so
@@ -316,7 +319,7 @@ def save_pretrained(model, path) -> Path:
 
     config = model.config.to_dict()
     config.pop("_name_or_path", None)
-    config["architectures"] = [type(model).__name__]
+    config["architectures"] = [architecture(type(model).__name__, model.config.model_type)]
     # minibert always ties the decoder to the word embeddings and writes no decoder tensor: transformers must tie
     # them too, or it would initialise the decoder at random.
     config["tie_word_embeddings"] = True
@@ -327,7 +330,8 @@ def save_pretrained(model, path) -> Path:
         config["id2label"] = {str(i): f"LABEL_{i}" for i in range(num_labels)}
         config["label2id"] = {f"LABEL_{i}": i for i in range(num_labels)}
 
-    save_safetensors(dict(model.params), folder / WEIGHTS_NAME, metadata={"format": "pt"})
+    names = {name: to_hf_name(name, model.config.model_type, model.base_prefix) for name in model.params}
+    save_safetensors({names[k]: v for k, v in model.params.items()}, folder / WEIGHTS_NAME, metadata={"format": "pt"})
     atomic_write_text(folder / CONFIG_NAME, json.dumps(config, indent=2, sort_keys=True) + "\n")
     return folder
 

@@ -31,28 +31,40 @@ def scatter_add_rows(dW, ids, drows):
     dW[sorted_ids[starts]] += np.add.reduceat(drows[order], starts, axis=0)
 
 
-def embedding_forward(params, prefix, input_ids, token_type_ids, eps, p_drop, rng, training):
-    # input_ids (B, T) int, token_type_ids (B, T) int
+def roberta_position_ids(input_ids, pad_token_id):
+    """RoBERTa's positions (fairseq's make_positions): real tokens count from pad_token_id + 1, skipping padding;
+    padding tokens sit at position pad_token_id, a row that never learns."""
+    not_pad = (input_ids != pad_token_id).astype(np.int64)  # (B, T)
+    return np.cumsum(not_pad, axis=1) * not_pad + pad_token_id  # (B, T)
+
+
+def embedding_forward(params, prefix, input_ids, token_type_ids, eps, p_drop, rng, training, position_ids=None):
+    # input_ids (B, T) int, token_type_ids (B, T) int; position_ids (B, T) int or None for 0..T-1 (BERT)
     T = input_ids.shape[1]
     word = params[prefix + "embeddings.word_embeddings.weight"][input_ids]  # (B, T, H)
-    word += params[prefix + "embeddings.position_embeddings.weight"][:T]  # (T, H) broadcast over B
+    positions = params[prefix + "embeddings.position_embeddings.weight"]  # (P, H)
+    word += positions[:T] if position_ids is None else positions[position_ids]  # (T, H) or (B, T, H)
     word += params[prefix + "embeddings.token_type_embeddings.weight"][token_type_ids]  # (B, T, H)
     x, ln_cache = layernorm_forward(word, params[prefix + "embeddings.LayerNorm.weight"],
                                     params[prefix + "embeddings.LayerNorm.bias"], eps)  # (B, T, H)
     x, drop_mask = dropout_forward(x, p_drop, rng, training)  # (B, T, H)
-    return x, (input_ids, token_type_ids, ln_cache, drop_mask)
+    return x, (input_ids, token_type_ids, position_ids, ln_cache, drop_mask)
 
 
 def embedding_backward(dout, cache, params, grads, prefix, pad_token_id):
-    input_ids, token_type_ids, ln_cache, drop_mask = cache
+    input_ids, token_type_ids, position_ids, ln_cache, drop_mask = cache
     dx = dropout_backward(dout, drop_mask)  # (B, T, H)
     dx = layernorm_backward(dx, ln_cache, params[prefix + "embeddings.LayerNorm.weight"],
                             grads[prefix + "embeddings.LayerNorm.weight"],
                             grads[prefix + "embeddings.LayerNorm.bias"])  # (B, T, H)
     T = dx.shape[1]
-    grads[prefix + "embeddings.position_embeddings.weight"][:T] += dx.sum(axis=0)  # (T, H)
-    scatter_add_rows(grads[prefix + "embeddings.token_type_embeddings.weight"], token_type_ids, dx)
     not_pad = input_ids.reshape(-1) != pad_token_id  # (B*T,)
+    if position_ids is None:
+        grads[prefix + "embeddings.position_embeddings.weight"][:T] += dx.sum(axis=0)  # (T, H)
+    else:  # RoBERTa: padding's position row gets no gradient (its nn.Embedding has padding_idx too)
+        scatter_add_rows(grads[prefix + "embeddings.position_embeddings.weight"], position_ids.reshape(-1)[not_pad],
+                         dx.reshape(-1, dx.shape[-1])[not_pad])
+    scatter_add_rows(grads[prefix + "embeddings.token_type_embeddings.weight"], token_type_ids, dx)
     scatter_add_rows(grads[prefix + "embeddings.word_embeddings.weight"], input_ids.reshape(-1)[not_pad],
                      dx.reshape(-1, dx.shape[-1])[not_pad])
     # The input ids are integers: there is no input gradient to return.

@@ -1,12 +1,18 @@
-"""One BERT encoder layer (post-LN, as in the original BERT):
+"""One encoder layer, post-LN (the original BERT, the default) or pre-LN (config.layer_norm_position "pre"):
 
-    h   = LayerNorm(x + Dropout(Attention(x) Wo^T + bo))          "attention.output"
-    out = LayerNorm(h + Dropout(act(h W1^T + b1) W2^T + b2))      "intermediate" and "output"
+    post-LN:  h   = LayerNorm(x + Dropout(Attention(x) Wo^T + bo))           "attention.output.LayerNorm"
+              out = LayerNorm(h + Dropout(act(h W1^T + b1) W2^T + b2))       "output.LayerNorm"
+    pre-LN:   h   = x + Dropout(Attention(LayerNorm(x)) Wo^T + bo)           "attention.LayerNorm"
+              out = h + Dropout(act(LayerNorm(h) W1^T + b1) W2^T + b2)       "intermediate.LayerNorm"
+
+Pre-LN is exactly what transformers' RobertaPreLayerNorm computes (its model adds one final LayerNorm after the
+last layer, see models/bert.py): the residual path carries x unnormalised from layer to layer, which is why short
+runs train more stably with it. ALBERT's layer is post-LN without the dropout after the feed-forward output.
 
 Parameter names under the prefix "bert.encoder.layer.{i}.":
-  attention.self.{query,key,value}.{weight,bias}, attention.output.dense.{weight,bias},
-  attention.output.LayerNorm.{weight,bias}, intermediate.dense.{weight,bias}, output.dense.{weight,bias},
-  output.LayerNorm.{weight,bias}
+  attention.self.{query,key,value}.{weight,bias}, attention.output.dense.{weight,bias}, intermediate.dense.*,
+  output.dense.*, and post-LN: attention.output.LayerNorm.*, output.LayerNorm.*
+                      pre-LN:  attention.LayerNorm.*, intermediate.LayerNorm.*
 """
 
 from minibert.layers.activations import get_activation
@@ -15,61 +21,81 @@ from minibert.layers.dropout import dropout_backward, dropout_forward
 from minibert.layers.layernorm import layernorm_backward, layernorm_forward
 from minibert.layers.linear import linear_backward, linear_forward
 
+# The two LayerNorms of a layer: (before the residual sum is used by attention, ... by the feed-forward block)
+POST_LN_NAMES = ("attention.output.LayerNorm", "output.LayerNorm")
+PRE_LN_NAMES = ("attention.LayerNorm", "intermediate.LayerNorm")
+
+
+def layer_norm_names(config):
+    return PRE_LN_NAMES if config.layer_norm_position == "pre" else POST_LN_NAMES
+
+
+def _ln_forward(x, params, name, eps):
+    return layernorm_forward(x, params[name + ".weight"], params[name + ".bias"], eps)
+
+
+def _ln_backward(dy, cache, params, grads, name):
+    return layernorm_backward(dy, cache, params[name + ".weight"], grads[name + ".weight"], grads[name + ".bias"])
+
 
 def encoder_layer_forward(x, params, prefix, additive_mask, config, rng, training):
     # x (B, T, H)
     P = lambda name: params[prefix + name]  # noqa: E731  (short local alias keeps the lines readable)
-    p_hidden = config.hidden_dropout_prob
+    pre = config.layer_norm_position == "pre"
+    ln1, ln2 = (prefix + n for n in layer_norm_names(config))
+    eps, p_hidden = config.layer_norm_eps, config.hidden_dropout_prob
+    p_ffn = 0.0 if config.shared_layers else p_hidden  # ALBERT has no dropout after the feed-forward output
     act_forward, _ = get_activation(config.hidden_act)
 
     # --- self-attention block
-    ctx, probs, c_attn = self_attention_forward(x, params, prefix + "attention.self.", additive_mask,
+    a, c_pre1 = _ln_forward(x, params, ln1, eps) if pre else (x, None)  # (B, T, H)
+    ctx, probs, c_attn = self_attention_forward(a, params, prefix + "attention.self.", additive_mask,
                                                 config.num_attention_heads, config.attention_probs_dropout_prob,
                                                 rng, training)  # (B, T, H)
     attn_out, c_ao = linear_forward(ctx, P("attention.output.dense.weight"),
                                     P("attention.output.dense.bias"))  # (B, T, H)
     attn_out, m_ao = dropout_forward(attn_out, p_hidden, rng, training)  # (B, T, H)
     attn_out += x  # residual
-    h, c_ln1 = layernorm_forward(attn_out, P("attention.output.LayerNorm.weight"),
-                                 P("attention.output.LayerNorm.bias"), config.layer_norm_eps)  # (B, T, H)
+    h, c_post1 = (attn_out, None) if pre else _ln_forward(attn_out, params, ln1, eps)  # (B, T, H)
 
     # --- feed-forward block
-    f, c_in = linear_forward(h, P("intermediate.dense.weight"), P("intermediate.dense.bias"))  # (B, T, F)
+    g, c_pre2 = _ln_forward(h, params, ln2, eps) if pre else (h, None)  # (B, T, H)
+    f, c_in = linear_forward(g, P("intermediate.dense.weight"), P("intermediate.dense.bias"))  # (B, T, F)
     f, c_act = act_forward(f)  # (B, T, F)
     ffn_out, c_out = linear_forward(f, P("output.dense.weight"), P("output.dense.bias"))  # (B, T, H)
-    ffn_out, m_out = dropout_forward(ffn_out, p_hidden, rng, training)  # (B, T, H)
+    ffn_out, m_out = dropout_forward(ffn_out, p_ffn, rng, training)  # (B, T, H)
     ffn_out += h  # residual
-    out, c_ln2 = layernorm_forward(ffn_out, P("output.LayerNorm.weight"), P("output.LayerNorm.bias"),
-                                   config.layer_norm_eps)  # (B, T, H)
-    cache = (c_attn, c_ao, m_ao, c_ln1, c_in, c_act, c_out, m_out, c_ln2)
+    out, c_post2 = (ffn_out, None) if pre else _ln_forward(ffn_out, params, ln2, eps)  # (B, T, H)
+    cache = (c_pre1, c_attn, c_ao, m_ao, c_post1, c_pre2, c_in, c_act, c_out, m_out, c_post2)
     return out, probs, cache
 
 
 def encoder_layer_backward(dout, cache, params, grads, prefix, config):
-    """Exact reverse of encoder_layer_forward; returns dx (B, T, H)."""
-    c_attn, c_ao, m_ao, c_ln1, c_in, c_act, c_out, m_out, c_ln2 = cache
+    """Exact reverse of encoder_layer_forward; returns dx (B, T, H). Parameter gradients are added (+=), so a
+    layer whose weights are shared (ALBERT) collects the sum over its uses."""
+    c_pre1, c_attn, c_ao, m_ao, c_post1, c_pre2, c_in, c_act, c_out, m_out, c_post2 = cache
     P = lambda name: params[prefix + name]  # noqa: E731
     G = lambda name: grads[prefix + name]  # noqa: E731
+    ln1, ln2 = (prefix + n for n in layer_norm_names(config))
     _, act_backward = get_activation(config.hidden_act)
 
     # --- feed-forward block, backwards
-    d_sum2 = layernorm_backward(dout, c_ln2, P("output.LayerNorm.weight"), G("output.LayerNorm.weight"),
-                                G("output.LayerNorm.bias"))  # (B, T, H) gradient of h + ffn_out
+    d_sum2 = dout if c_post2 is None else _ln_backward(dout, c_post2, params, grads, ln2)  # (B, T, H) of h + ffn_out
     d_ffn_out = dropout_backward(d_sum2, m_out)  # (B, T, H)
     df = linear_backward(d_ffn_out, c_out, P("output.dense.weight"), G("output.dense.weight"),
                          G("output.dense.bias"))  # (B, T, F)
     df = act_backward(df, c_act)  # (B, T, F)
-    dh = linear_backward(df, c_in, P("intermediate.dense.weight"), G("intermediate.dense.weight"),
+    dg = linear_backward(df, c_in, P("intermediate.dense.weight"), G("intermediate.dense.weight"),
                          G("intermediate.dense.bias"))  # (B, T, H) through the feed-forward branch
+    dh = dg if c_pre2 is None else _ln_backward(dg, c_pre2, params, grads, ln2)  # (B, T, H)
     dh += d_sum2  # (B, T, H) residual branch: the gradient reaches h directly too
 
     # --- self-attention block, backwards
-    d_sum1 = layernorm_backward(dh, c_ln1, P("attention.output.LayerNorm.weight"),
-                                G("attention.output.LayerNorm.weight"),
-                                G("attention.output.LayerNorm.bias"))  # (B, T, H) gradient of x + attn_out
+    d_sum1 = dh if c_post1 is None else _ln_backward(dh, c_post1, params, grads, ln1)  # (B, T, H) of x + attn_out
     d_attn_out = dropout_backward(d_sum1, m_ao)  # (B, T, H)
     dctx = linear_backward(d_attn_out, c_ao, P("attention.output.dense.weight"), G("attention.output.dense.weight"),
                            G("attention.output.dense.bias"))  # (B, T, H)
-    dx = self_attention_backward(dctx, c_attn, grads, prefix + "attention.self.")  # (B, T, H) through attention
+    da = self_attention_backward(dctx, c_attn, grads, prefix + "attention.self.")  # (B, T, H) through attention
+    dx = da if c_pre1 is None else _ln_backward(da, c_pre1, params, grads, ln1)  # (B, T, H)
     dx += d_sum1  # (B, T, H) residual
     return dx

@@ -27,7 +27,7 @@ class MlmHeadNames(NamedTuple):
     layer_norm: str  # transform LayerNorm
     bias: str  # the decoder's output bias (V,)
     decoder: str  # the tied decoder matrix: the word embeddings (V, E)
-    activation: str | None  # None: the config's hidden_act
+    activation: str | None  # None: the config's mlm_head_act
 
 
 def bert_mlm_names(bert_prefix):
@@ -58,7 +58,7 @@ def pooler_backward(dpooled, cache, params, grads, prefix):
 def mlm_head_forward(h, params, bert_prefix, config, names=None):
     # h (M, H): the positions to predict -> logits (M, V)
     n = names or bert_mlm_names(bert_prefix)
-    act_forward, _ = get_activation(n.activation or config.hidden_act)
+    act_forward, _ = get_activation(n.activation or config.mlm_head_act)
     t, c1 = linear_forward(h, params[n.dense + ".weight"], params[n.dense + ".bias"])  # (M, E), E = H in BERT
     t, c2 = act_forward(t)  # (M, E)
     t, c3 = layernorm_forward(t, params[n.layer_norm + ".weight"], params[n.layer_norm + ".bias"],
@@ -70,7 +70,7 @@ def mlm_head_forward(h, params, bert_prefix, config, names=None):
 def mlm_head_backward(dlogits, cache, params, grads, bert_prefix, config, names=None):
     c1, c2, c3, c4 = cache
     n = names or bert_mlm_names(bert_prefix)
-    _, act_backward = get_activation(n.activation or config.hidden_act)
+    _, act_backward = get_activation(n.activation or config.mlm_head_act)
     dt = linear_backward(dlogits, c4, params[n.decoder], grads[n.decoder], grads[n.bias])  # (M, E); the tied
     # matrix's decoder share
     dt = layernorm_backward(dt, c3, params[n.layer_norm + ".weight"], grads[n.layer_norm + ".weight"],

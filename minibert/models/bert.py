@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from minibert.layers.embedding import embedding_backward, embedding_forward
-from minibert.layers.encoder_layer import encoder_layer_backward, encoder_layer_forward
+from minibert.layers.embedding import embedding_backward, embedding_forward, roberta_position_ids
+from minibert.layers.encoder_layer import encoder_layer_backward, encoder_layer_forward, layer_norm_names
 from minibert.layers.heads import pooler_backward, pooler_forward
+from minibert.layers.layernorm import layernorm_backward, layernorm_forward
 from minibert.layers.linear import linear_backward, linear_forward
 from minibert.models.base import Model
 from minibert.models.checks import check_inputs
@@ -19,7 +20,12 @@ def needs_projection(config):
     return config.embedding_width != config.hidden_size
 
 
+# The projection's name in each family that has one (Hugging Face's names); ELECTRA passes its own.
+PROJECTION_NAMES = {"albert": "encoder.embedding_hidden_mapping_in"}
+
+
 def _projection_name(config, project_name):
+    project_name = project_name or PROJECTION_NAMES.get(config.model_type)
     if needs_projection(config) and not project_name:
         raise ValueError(f"embedding_size {config.embedding_size} differs from hidden_size {config.hidden_size}: "
                          f"the model needs a projection E -> H, but no project_name was given for it")
@@ -44,19 +50,31 @@ def bert_param_shapes(config, prefix="", pooler=True, project_name=None):
     if project_name:
         shapes[f"{prefix}{project_name}.weight"] = (H, E)
         shapes[f"{prefix}{project_name}.bias"] = (H,)
-    for i in range(config.num_hidden_layers):
+    ln1, ln2 = layer_norm_names(config)
+    for i in range(1 if config.shared_layers else config.num_hidden_layers):  # ALBERT: one set, used by all
         p = f"{prefix}encoder.layer.{i}."
         for name in ("attention.self.query", "attention.self.key", "attention.self.value", "attention.output.dense"):
             shapes[p + name + ".weight"] = (H, H)
             shapes[p + name + ".bias"] = (H,)
-        shapes[p + "attention.output.LayerNorm.weight"] = (H,)
-        shapes[p + "attention.output.LayerNorm.bias"] = (H,)
+        if ln1 == "attention.LayerNorm":  # pre-LN: before the attention, in Hugging Face's state-dict order
+            shapes[p + "attention.LayerNorm.weight"] = (H,)
+            shapes[p + "attention.LayerNorm.bias"] = (H,)
+        else:
+            shapes[p + "attention.output.LayerNorm.weight"] = (H,)
+            shapes[p + "attention.output.LayerNorm.bias"] = (H,)
+        if ln2 == "intermediate.LayerNorm":
+            shapes[p + "intermediate.LayerNorm.weight"] = (H,)
+            shapes[p + "intermediate.LayerNorm.bias"] = (H,)
         shapes[p + "intermediate.dense.weight"] = (F, H)
         shapes[p + "intermediate.dense.bias"] = (F,)
         shapes[p + "output.dense.weight"] = (H, F)
         shapes[p + "output.dense.bias"] = (H,)
-        shapes[p + "output.LayerNorm.weight"] = (H,)
-        shapes[p + "output.LayerNorm.bias"] = (H,)
+        if ln2 == "output.LayerNorm":
+            shapes[p + "output.LayerNorm.weight"] = (H,)
+            shapes[p + "output.LayerNorm.bias"] = (H,)
+    if config.layer_norm_position == "pre":  # RobertaPreLayerNorm's final LayerNorm, after the last layer
+        shapes[prefix + "LayerNorm.weight"] = (H,)
+        shapes[prefix + "LayerNorm.bias"] = (H,)
     if pooler:
         shapes[prefix + "pooler.dense.weight"] = (H, H)
         shapes[prefix + "pooler.dense.bias"] = (H,)
@@ -72,6 +90,10 @@ class BertEncoder:
         self.projection = f"{prefix}{project_name}." if project_name else None  # "....weight" (H, E), ".bias" (H,)
         self._cache = None
 
+    def layer_prefix(self, i):
+        """Layer i's parameter names; ALBERT's layers all use layer 0's (so its gradient sums over the uses)."""
+        return f"{self.prefix}encoder.layer.{0 if self.model.config.shared_layers else i}."
+
     def forward(self, input_ids, token_type_ids=None, attention_mask=None, output_attentions=False,
                 output_hidden_states=False):
         m, cfg, prefix = self.model, self.model.config, self.prefix
@@ -86,22 +108,27 @@ class BertEncoder:
             # keys get probability 0 (Hugging Face uses the same value).
             additive_mask = ((1 - attention_mask[:, None, None, :]) * np.finfo(m.dtype).min).astype(m.dtype)  # (B, 1, 1, T)
 
+        position_ids = roberta_position_ids(input_ids, cfg.pad_token_id) if cfg.roberta_positions else None
         x, c_emb = embedding_forward(params, prefix, input_ids, token_type_ids, cfg.layer_norm_eps,
-                                     cfg.hidden_dropout_prob, rng, training)  # (B, T, E)
+                                     cfg.hidden_dropout_prob, rng, training, position_ids)  # (B, T, E)
         c_proj = None
         if self.projection:  # as HF ALBERT and ELECTRA: after the embeddings' LayerNorm and dropout
             w, b = params[self.projection + "weight"], params[self.projection + "bias"]  # (H, E), (H,)
             x, c_proj = linear_forward(x, w, b)  # (B, T, H)
         hidden_states, attentions, c_layers = [x], [], []
         for i in range(cfg.num_hidden_layers):
-            x, probs, c = encoder_layer_forward(x, params, f"{prefix}encoder.layer.{i}.", additive_mask, cfg, rng,
+            x, probs, c = encoder_layer_forward(x, params, self.layer_prefix(i), additive_mask, cfg, rng,
                                                 training)  # (B, T, H), probs (B, A, T, T)
             c_layers.append(c)
             hidden_states.append(x)
             if output_attentions:
                 attentions.append(probs)
+        c_final = None
+        if cfg.layer_norm_position == "pre":  # pre-LN: the residual stream is normalised once, at the end
+            w, b = params[prefix + "LayerNorm.weight"], params[prefix + "LayerNorm.bias"]  # (H,), (H,)
+            x, c_final = layernorm_forward(x, w, b, cfg.layer_norm_eps)  # (B, T, H)
         pooled, c_pool = pooler_forward(x, params, prefix) if self.has_pooler else (None, None)  # (B, H)
-        self._cache = (c_emb, c_proj, c_layers, c_pool, x.shape)
+        self._cache = (c_emb, c_proj, c_layers, c_final, c_pool, x.shape)
         return ModelOutput(last_hidden_state=x, pooler_output=pooled,
                            attentions=attentions if output_attentions else None,
                            hidden_states=hidden_states if output_hidden_states else None)
@@ -110,7 +137,7 @@ class BertEncoder:
         if self._cache is None:
             raise ValueError("backward() called before forward()")
         m, cfg, prefix = self.model, self.model.config, self.prefix
-        c_emb, c_proj, c_layers, c_pool, shape = self._cache  # shape = (B, T, H)
+        c_emb, c_proj, c_layers, c_final, c_pool, shape = self._cache  # shape = (B, T, H)
         if d_last_hidden_state is None:
             dx = np.zeros(shape, dtype=m.dtype)
         else:
@@ -125,8 +152,11 @@ class BertEncoder:
                 raise ValueError(f"d_pooler_output has shape {d_pooled.shape}, expected {(shape[0], shape[2])}")
             dx[:, 0] += pooler_backward(d_pooled, c_pool, m.params, m.grads, prefix)  # only [CLS] feeds the pooler
         self._cache = None  # the layers' activations are freed one by one, as soon as their backward is done
+        if c_final is not None:  # dx (B, T, H) before the final LayerNorm
+            dx = layernorm_backward(dx, c_final, m.params[prefix + "LayerNorm.weight"],
+                                    m.grads[prefix + "LayerNorm.weight"], m.grads[prefix + "LayerNorm.bias"])
         for i in reversed(range(cfg.num_hidden_layers)):
-            dx = encoder_layer_backward(dx, c_layers.pop(), m.params, m.grads, f"{prefix}encoder.layer.{i}.", cfg)
+            dx = encoder_layer_backward(dx, c_layers.pop(), m.params, m.grads, self.layer_prefix(i), cfg)
         if c_proj is not None:
             dx = linear_backward(dx, c_proj, m.params[self.projection + "weight"], m.grads[self.projection + "weight"],
                                  m.grads[self.projection + "bias"])  # (B, T, E)

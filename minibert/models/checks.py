@@ -17,9 +17,9 @@ def check_inputs(config, input_ids, token_type_ids=None, attention_mask=None):
     B, T = input_ids.shape
     if B == 0 or T == 0:
         raise ValueError(f"input_ids has shape {input_ids.shape}: need at least one sequence of at least one token")
-    if T > config.max_position_embeddings:
-        raise ValueError(f"sequence length {T} is longer than max_position_embeddings "
-                         f"({config.max_position_embeddings})")
+    if T > config.max_tokens:
+        raise ValueError(f"sequence length {T} is longer than the {config.max_tokens} tokens "
+                         f"max_position_embeddings ({config.max_position_embeddings}) allows")
     lo, hi = int(input_ids.min()), int(input_ids.max())
     if lo < 0 or hi >= config.vocab_size:
         bad = lo if lo < 0 else hi

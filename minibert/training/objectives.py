@@ -20,6 +20,10 @@ MLM_OUTPUT_BIAS = "cls.predictions.bias"
 
 def build_model(settings, config):
     if settings.objective == "electra":
+        if config.model_type not in ("bert", "electra"):
+            raise ValueError(f"--objective electra builds ELECTRA's models from a BERT config; --config "
+                             f"{settings.config} has model_type {config.model_type!r} (use mini, tiny, ... or a "
+                             f"config.json with model_type bert and, if wanted, embedding_size)")
         return ElectraPretrainer(config, generator_config(config, settings.generator_size), seed=settings.seed)
     return BertForPreTraining(config, seed=settings.seed)
 

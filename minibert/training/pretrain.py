@@ -28,7 +28,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from minibert.config import BertConfig
-from minibert.data.examples import ExampleStream, collate
+from minibert.data.examples import PAIR_OBJECTIVES, ExampleStream, collate
 from minibert.data.masking import Masker, continuation_mask
 from minibert.data.prepare import prepare_data
 from minibert.io.atomic import atomic_write_text
@@ -65,11 +65,11 @@ def model_config(settings: PretrainSettings, vocab_size: int) -> BertConfig:
 
 
 def sequence_length(settings: PretrainSettings, config: BertConfig) -> int:
-    seq_len = settings.seq_len or min(128, config.max_position_embeddings)
-    if seq_len > config.max_position_embeddings:
-        raise ValueError(f"--seq-len {seq_len} is longer than the model's max_position_embeddings "
-                         f"({config.max_position_embeddings})")
-    minimum = 5 if settings.objective == "mlm+nsp" else 3
+    seq_len = settings.seq_len or min(128, config.max_tokens)
+    if seq_len > config.max_tokens:
+        raise ValueError(f"--seq-len {seq_len} is longer than the {config.max_tokens} tokens the model's "
+                         f"max_position_embeddings ({config.max_position_embeddings}) allows")
+    minimum = 5 if settings.objective in PAIR_OBJECTIVES else 3
     if seq_len < minimum:
         raise ValueError(f"--seq-len {seq_len} is too short for objective {settings.objective} (minimum {minimum})")
     return seq_len
@@ -120,7 +120,7 @@ def pretrain(settings: PretrainSettings, resume_checkpoint: Path | None = None, 
     settings.validate()
     t_start = time.perf_counter()
     progress = not settings.quiet
-    use_nsp = settings.objective == "mlm+nsp"
+    use_nsp = settings.objective in PAIR_OBJECTIVES  # the pooled [CLS] head: NSP, or ALBERT's SOP
 
     # ---- data: corpus -> tokenizer -> token ids (all cached)
     tokenizer_dir = str(resume_checkpoint) if resume_checkpoint else settings.tokenizer
@@ -128,7 +128,7 @@ def pretrain(settings: PretrainSettings, resume_checkpoint: Path | None = None, 
                         settings.eval_fraction, progress=progress, log=log)
     tok = data.tokenizer
     corpus_fingerprint = data.corpus.fingerprint()
-    if use_nsp and len(data.train_documents) < 2:
+    if settings.objective == "mlm+nsp" and len(data.train_documents) < 2:
         raise ValueError(f"objective mlm+nsp needs at least 2 training documents (separated by blank lines); "
                          f"corpus {data.corpus.name} has {len(data.train_documents)}")
 
@@ -147,6 +147,9 @@ def pretrain(settings: PretrainSettings, resume_checkpoint: Path | None = None, 
         config = model_config(settings, len(tok.vocab))
         model = build_model(settings, config)
     seq_len = sequence_length(settings, config)
+    if use_nsp and config.type_vocab_size < 2:
+        raise ValueError(f"objective {settings.objective} puts sentence pairs in two segments, but the model has "
+                         f"type_vocab_size {config.type_vocab_size} (RoBERTa's one token type); use --objective mlm")
     model.train()
     optimizer = AdamW(model.params, model.grads, lr=settings.lr, betas=settings.betas, eps=settings.eps,
                       weight_decay=settings.weight_decay)

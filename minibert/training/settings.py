@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
-from minibert.config import PRESETS
+from minibert.config import PRESET_NAMES, BertConfig
 from minibert.data.examples import OBJECTIVES
 
 OUTPUT_BIAS_INITS = ("zero", "unigram")
@@ -28,13 +28,13 @@ class PretrainSettings:
     eval_examples: int = 512             # held-out sequences evaluated each time (fixed masks)
     # ---- model and objective
     config: str = "mini"                 # a preset name or a config.json path
-    objective: str = "mlm"               # "mlm" (RoBERTa full sentences) or "mlm+nsp" (BERT sentence pairs)
+    objective: str = "mlm"               # "mlm" (RoBERTa full sentences), "mlm+nsp" (BERT), "mlm+sop" (ALBERT)
     dropout: float | None = 0.0          # hidden and attention dropout; None keeps the config's value
     seq_len: int | None = None           # None: min(128, max_position_embeddings)
     mask_prob: float = 0.4               # share of tokens to predict in training (held-out masks stay at 15%)
     whole_word_mask: bool = False
     packing: str = "sentences"           # mlm training sequences: "sentences" (whole ones) or "full" (cut to fill)
-    short_seq_prob: float = 0.1          # mlm+nsp only: share of sequences aimed at a random shorter length
+    short_seq_prob: float = 0.1          # mlm+nsp/sop only: share of sequences aimed at a random shorter length
     generator_size: float = 0.25         # electra only: the generator's hidden size as a share of the model's
     # ---- optimisation
     batch_size: int = 16
@@ -75,12 +75,13 @@ class PretrainSettings:
             raise ValueError(f"--minutes must be positive, got {self.minutes!r}")
         if self.objective not in OBJECTIVES:
             raise ValueError(f"--objective must be one of {', '.join(OBJECTIVES)}, got {self.objective!r}")
-        if self.config not in PRESETS and not self.config.endswith(".json"):
-            raise ValueError(f"--config must be one of {', '.join(PRESETS)} or a config.json file, got "
+        if self.config not in PRESET_NAMES and not self.config.endswith(".json"):
+            raise ValueError(f"--config must be one of {', '.join(PRESET_NAMES)} or a config.json file, got "
                              f"{self.config!r}")
-        if self.config in PRESETS and self.seq_len is not None and self.seq_len > PRESETS[self.config][5]:
-            raise ValueError(f"--seq-len {self.seq_len} is longer than the max_position_embeddings of "
-                             f"--config {self.config} ({PRESETS[self.config][5]})")
+        limit = BertConfig.preset(self.config).max_tokens if self.config in PRESET_NAMES else None
+        if limit is not None and self.seq_len is not None and self.seq_len > limit:
+            raise ValueError(f"--seq-len {self.seq_len} is longer than the {limit} tokens the "
+                             f"max_position_embeddings of --config {self.config} allow")
         if not 0.0 < self.mask_prob < 1.0:
             raise ValueError(f"--mask-prob must be between 0 and 1, got {self.mask_prob}")
         if self.dropout is not None and not 0.0 <= self.dropout < 1.0:

@@ -65,7 +65,7 @@ def encode_for_model(tokenizer, config, text: str, text_pair: str | None = None)
     """Encode, cutting the text to the model's maximum length; returns (encoding, note)."""
     if not text or not text.strip():
         raise ValueError("the text is empty: give a sentence to look at")
-    limit = min(config.max_position_embeddings, getattr(tokenizer, "model_max_length", 10**9) or 10**9)
+    limit = min(config.max_tokens, getattr(tokenizer, "model_max_length", 10**9) or 10**9)
     full = tokenizer.encode(text, text_pair)
     if len(full.input_ids) <= limit:
         return full, ""

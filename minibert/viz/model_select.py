@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from minibert.config import PRESETS, BertConfig
+from minibert.config import PRESET_NAMES, BertConfig
 
 MODEL_CLASSES = ("BertForPreTraining", "BertForMaskedLM", "BertModel")
 
@@ -40,11 +40,11 @@ def resolve_config(config_arg: str | None = None, model_dir: str | None = None) 
     if model_dir is not None:
         path = resolve_model_folder(model_dir)
         return BertConfig.from_json_file(path), str(path)
-    if config_arg in PRESETS:
+    if config_arg in PRESET_NAMES:
         return BertConfig.preset(config_arg), f"preset {config_arg!r}"
     path = Path(config_arg)
     if not path.exists():
-        raise ValueError(f"--config {config_arg!r} is neither a preset ({', '.join(PRESETS)}) nor an existing "
+        raise ValueError(f"--config {config_arg!r} is neither a preset ({', '.join(PRESET_NAMES)}) nor an existing "
                          f"config.json file or folder")
     return BertConfig.from_json_file(path), str(path)
 

@@ -1,15 +1,25 @@
-"""Build the Hugging Face reference for a minibert model: same config, same weights (copied by name)."""
+"""Build the Hugging Face reference for a minibert model: same config, same weights (copied by name).
+
+Families other than BERT (RoBERTa, RobertaPreLayerNorm, ALBERT) name their tensors differently; minibert.io.families
+renames between the two, as checkpoints do."""
 
 import numpy as np
+
+from minibert.io.families import from_hf_name
 
 
 def hf_config(cfg, **extra):
     import transformers
     d = {k: v for k, v in cfg.to_dict().items() if k not in ("architectures",)}
     d.update(extra)
-    hf = transformers.BertConfig(**d)
+    model_type = d.pop("model_type", "bert")
+    hf = transformers.AutoConfig.for_model(model_type, **d)
     hf._attn_implementation = "eager"  # the textbook attention, like ours (sdpa would differ only by rounding)
     return hf
+
+
+def _ours(model, hf_name):
+    return from_hf_name(hf_name, model.config.model_type)
 
 
 def copy_weights(model, hf_model):
@@ -17,11 +27,13 @@ def copy_weights(model, hf_model):
     import torch
     with torch.no_grad():
         for name, p in hf_model.named_parameters():
-            p.copy_(torch.from_numpy(np.ascontiguousarray(model.params[name])).to(p.dtype))
+            p.copy_(torch.from_numpy(np.ascontiguousarray(model.params[_ours(model, name)])).to(p.dtype))
 
 
-def torch_grads(hf_model):
-    return {name: p.grad.double().numpy() for name, p in hf_model.named_parameters() if p.grad is not None}
+def torch_grads(hf_model, model=None):
+    """Gradients of the torch model, under minibert's names when `model` (a minibert model) is given."""
+    return {(_ours(model, name) if model is not None else name): p.grad.double().numpy()
+            for name, p in hf_model.named_parameters() if p.grad is not None}
 
 
 def max_rel_diff(ours, ref, floor=1e-6):

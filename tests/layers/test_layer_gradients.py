@@ -176,9 +176,12 @@ def test_embeddings_with_repeated_ids():
     assert np.all(grads[word][[0, 1, 2, 4, 6]] == 0)  # [PAD] and the unused rows untouched
 
 
-@pytest.mark.parametrize("act", ["gelu", "gelu_new", "relu"])
-def test_encoder_layer(act):
-    cfg = small_config(hidden_act=act, hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1)
+@pytest.mark.parametrize("act,model_type", [("gelu", "bert"), ("gelu_new", "bert"), ("relu", "bert"),
+                                            ("gelu", "roberta-prelayernorm"), ("gelu_new", "albert")])
+def test_encoder_layer(act, model_type):
+    """Post-LN (BERT), pre-LN (RobertaPreLayerNorm's layer) and ALBERT's layer (no dropout after the FFN)."""
+    cfg = small_config(hidden_act=act, hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1,
+                       model_type=model_type)
     shapes = {k: v for k, v in bert_param_shapes(cfg, "", pooler=False).items() if k.startswith("encoder.layer.0.")}
     params, grads = make_params(shapes, cfg)
     x = randn(2, 5, 8)

@@ -19,7 +19,7 @@ def test_token_id_out_of_range(model):
 
 
 def test_sequence_too_long(model):
-    with pytest.raises(ValueError, match=r"sequence length 9 is longer than max_position_embeddings \(8\)"):
+    with pytest.raises(ValueError, match=r"sequence length 9 is longer than the 8 tokens"):
         model.forward(np.ones((1, 9), dtype=np.int64))
 
 
