@@ -45,7 +45,8 @@ def test_discriminator_matches_electra_for_pretraining(embedding_size, act):
 
 
 def test_generator_matches_electra_for_masked_lm():
-    disc = config(embedding_size=16)
+    # relu in the body: transformers' generator head hard-codes exact GELU, which must then differ from hidden_act
+    disc = config(embedding_size=16, act="relu")
     cfg = generator_config(disc, 0.25)  # 8 wide, one head of 8, projected from the 16-wide embeddings
     assert (cfg.hidden_size, cfg.num_attention_heads, cfg.embedding_size) == (8, 1, 16)
     model = ElectraForMaskedLM(cfg, seed=4)
