@@ -26,6 +26,11 @@ def load_for_finetuning(checkpoint: Path, label_names: list[str], seed: int = 0,
     Checkpoint warnings other than the expected new classifier (e.g. a missing pooler) are passed on to `log`.
     """
     config = BertConfig.from_json_file(checkpoint)
+    if config.model_type == "electra" and config.embedding_width != config.hidden_size:
+        raise ValueError(f"{checkpoint}: an ELECTRA discriminator with embedding_size {config.embedding_width} != "
+                         f"hidden_size {config.hidden_size}: BERT's classifier has no place for its "
+                         f"embeddings_project, so fine-tuning it is not supported (pre-train with embedding_size = "
+                         f"hidden_size)")
     existing = labels_from_config(config)
     same_labels = existing is not None and list(existing.values()) == list(label_names)
     with warnings.catch_warnings(record=True) as caught:

@@ -79,3 +79,10 @@ def test_folder_without_generator_is_a_clear_error(tmp_path):
     ElectraForPreTraining(config()).save_pretrained(tmp_path)
     with pytest.raises(ValueError, match="no generator/ folder"):
         ElectraPretrainer.from_pretrained(tmp_path)
+
+
+def test_finetuning_a_projected_discriminator_is_a_clear_error(tmp_path):
+    from minibert.finetune.loading import load_for_finetuning
+    ElectraForPreTraining(config()).save_pretrained(tmp_path)  # embedding_size 16, hidden_size 32
+    with pytest.raises(ValueError, match="embedding_size 16 != hidden_size 32.*not supported"):
+        load_for_finetuning(tmp_path, ["a", "b"], log=lambda *a: None)
