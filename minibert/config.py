@@ -169,6 +169,10 @@ class BertConfig:
         names = {f.name for f in dataclasses.fields(cls)} - {"extra"}
         known = {k: v for k, v in d.items() if k in names}
         extra = {k: v for k, v in d.items() if k not in names}
+        for name in ("num_hidden_groups", "inner_group_num"):  # ALBERT's layer groups: minibert shares one layer
+            if d.get("model_type") == "albert" and d.get(name, 1) != 1:
+                raise ValueError(f"{source}: ALBERT {name} is {d[name]!r}; minibert supports 1 (one layer shared "
+                                 f"by all layers, ALBERT's published models)")
         try:
             return cls(**known, extra=extra)
         except (TypeError, ValueError) as e:

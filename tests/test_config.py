@@ -63,3 +63,17 @@ def test_release_freed_memory_honours_the_opt_out(monkeypatch):
     import platform
     if platform.libc_ver()[0] == "glibc":
         assert isinstance(release_freed_memory(), bool)
+
+
+def test_descendant_presets_and_model_types(tmp_path):
+    albert = BertConfig.preset("albert-mini", vocab_size=100)
+    assert (albert.model_type, albert.embedding_width, albert.shared_layers) == ("albert", 64, True)
+    preln = BertConfig.preset("preln-mini")
+    assert preln.layer_norm_position == "pre" and preln.max_tokens == 64  # 65 rows, positions from pad + 1
+    assert BertConfig.preset("roberta-mini").type_vocab_size == 1
+    assert BertConfig().layer_norm_position == "post"  # BERT stays post-LN
+    (tmp_path / "config.json").write_text('{"model_type": "albert", "num_hidden_groups": 2}')
+    with pytest.raises(ValueError, match="num_hidden_groups is 2"):
+        BertConfig.from_json_file(tmp_path)
+    with pytest.raises(ValueError, match="model_type 'electrum' is not supported"):
+        BertConfig(model_type="electrum")

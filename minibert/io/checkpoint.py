@@ -330,7 +330,8 @@ def save_pretrained(model, path) -> Path:
         config["id2label"] = {str(i): f"LABEL_{i}" for i in range(num_labels)}
         config["label2id"] = {f"LABEL_{i}": i for i in range(num_labels)}
 
-    names = {name: to_hf_name(name, model.config.model_type, model.base_prefix) for name in model.params}
+    names = {name: to_hf_name(name, model.config.model_type, model.base_prefix, classifier=num_labels is not None)
+             for name in model.params}
     save_safetensors({names[k]: v for k, v in model.params.items()}, folder / WEIGHTS_NAME, metadata={"format": "pt"})
     atomic_write_text(folder / CONFIG_NAME, json.dumps(config, indent=2, sort_keys=True) + "\n")
     return folder

@@ -8,12 +8,15 @@ the same for all of them. Saving renames to the family's Hugging Face names, loa
     roberta-prelayernorm   roberta_prelayernorm.    lm_head.*                   final LayerNorm at <prefix>LayerNorm
     albert                 albert.                  predictions.{dense,LayerNorm,bias}   sop_classifier.classifier.*
                            encoder.layer.0.X  <->  encoder.albert_layer_groups.0.albert_layers.0.X' (see below)
+
+A sequence classifier is BERT's pooler (dense + tanh on [CLS]) then a linear layer. RoBERTa's classification head
+computes the same (dense + tanh on <s>, then out_proj; it adds a dropout before the dense that only matters in
+training), so a RoBERTa-family classifier saves bert.pooler.dense as classifier.dense and classifier as
+classifier.out_proj.
 """
 
 from __future__ import annotations
 
-# ELECTRA's models (models/electra.py) keep Hugging Face's ELECTRA names themselves: nothing to rename
-SAME_NAMES = ("bert", "electra")
 HF_PREFIX = {"bert": "bert.", "roberta": "roberta.", "roberta-prelayernorm": "roberta_prelayernorm.",
              "albert": "albert."}
 CLASS_PREFIX = {"bert": "Bert", "roberta": "Roberta", "roberta-prelayernorm": "RobertaPreLayerNorm",
@@ -57,10 +60,18 @@ def _rename(name, pairs, forward):
     return new + name[len(old):]
 
 
-def to_hf_name(name: str, model_type: str, base_prefix: str) -> str:
-    """minibert parameter name -> the family's Hugging Face state-dict name."""
-    if model_type in SAME_NAMES:
+ROBERTA_CLASSIFIER = (("bert.pooler.dense.", "classifier.dense."), ("classifier.", "classifier.out_proj."))
+
+
+def to_hf_name(name: str, model_type: str, base_prefix: str, classifier: bool = False) -> str:
+    """minibert parameter name -> the family's Hugging Face state-dict name (classifier: the model is a
+    sequence classifier, whose head RoBERTa names differently)."""
+    if model_type not in HF_PREFIX or model_type == "bert":  # BERT, or a family that names its own (ELECTRA)
         return name
+    if classifier and model_type in ("roberta", "roberta-prelayernorm"):
+        renamed = _rename(name, ROBERTA_CLASSIFIER, True)
+        if renamed != name:
+            return renamed
     if base_prefix == "" or name.startswith(base_prefix):
         body = _rename(name[len(base_prefix):], BODY_RENAMES.get(model_type, ()), True)
         return (HF_PREFIX[model_type] if base_prefix else "") + body
@@ -69,8 +80,10 @@ def to_hf_name(name: str, model_type: str, base_prefix: str) -> str:
 
 def from_hf_name(key: str, model_type: str) -> str:
     """The family's Hugging Face state-dict name -> minibert's (body under "bert." when the file has a prefix)."""
-    if model_type in SAME_NAMES:
+    if model_type not in HF_PREFIX or model_type == "bert":
         return key
+    if model_type in ("roberta", "roberta-prelayernorm") and key.startswith("classifier."):
+        return _rename(key, ROBERTA_CLASSIFIER, False)
     prefix = HF_PREFIX[model_type]
     has_prefix = key.startswith(prefix)
     body = key[len(prefix):] if has_prefix else key
@@ -83,7 +96,7 @@ def from_hf_name(key: str, model_type: str) -> str:
 
 def architecture(class_name: str, model_type: str) -> str:
     """"BertForMaskedLM" -> "RobertaForMaskedLM" for model_type roberta, and so on."""
-    if model_type == "bert" or not class_name.startswith("Bert"):
+    if model_type not in CLASS_PREFIX or model_type == "bert" or not class_name.startswith("Bert"):
         return class_name
     suffix = ARCHITECTURES.get(model_type, {}).get(class_name, class_name[len("Bert"):])
     return CLASS_PREFIX[model_type] + suffix

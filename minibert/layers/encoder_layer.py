@@ -30,25 +30,21 @@ def layer_norm_names(config):
     return PRE_LN_NAMES if config.layer_norm_position == "pre" else POST_LN_NAMES
 
 
-def _ln_forward(x, params, name, eps):
-    return layernorm_forward(x, params[name + ".weight"], params[name + ".bias"], eps)
-
-
-def _ln_backward(dy, cache, params, grads, name):
-    return layernorm_backward(dy, cache, params[name + ".weight"], grads[name + ".weight"], grads[name + ".bias"])
-
-
 def encoder_layer_forward(x, params, prefix, additive_mask, config, rng, training):
     # x (B, T, H)
     P = lambda name: params[prefix + name]  # noqa: E731  (short local alias keeps the lines readable)
     pre = config.layer_norm_position == "pre"
     ln1, ln2 = (prefix + n for n in layer_norm_names(config))
+    g1, b1, g2, b2 = params[ln1 + ".weight"], params[ln1 + ".bias"], params[ln2 + ".weight"], params[ln2 + ".bias"]
     eps, p_hidden = config.layer_norm_eps, config.hidden_dropout_prob
     p_ffn = 0.0 if config.shared_layers else p_hidden  # ALBERT has no dropout after the feed-forward output
     act_forward, _ = get_activation(config.hidden_act)
+    c_pre1 = c_post1 = c_pre2 = c_post2 = None
 
     # --- self-attention block
-    a, c_pre1 = _ln_forward(x, params, ln1, eps) if pre else (x, None)  # (B, T, H)
+    a = x
+    if pre:
+        a, c_pre1 = layernorm_forward(x, g1, b1, eps)  # (B, T, H)
     ctx, probs, c_attn = self_attention_forward(a, params, prefix + "attention.self.", additive_mask,
                                                 config.num_attention_heads, config.attention_probs_dropout_prob,
                                                 rng, training)  # (B, T, H)
@@ -56,16 +52,22 @@ def encoder_layer_forward(x, params, prefix, additive_mask, config, rng, trainin
                                     P("attention.output.dense.bias"))  # (B, T, H)
     attn_out, m_ao = dropout_forward(attn_out, p_hidden, rng, training)  # (B, T, H)
     attn_out += x  # residual
-    h, c_post1 = (attn_out, None) if pre else _ln_forward(attn_out, params, ln1, eps)  # (B, T, H)
+    h = attn_out
+    if not pre:
+        h, c_post1 = layernorm_forward(attn_out, g1, b1, eps)  # (B, T, H)
 
     # --- feed-forward block
-    g, c_pre2 = _ln_forward(h, params, ln2, eps) if pre else (h, None)  # (B, T, H)
+    g = h
+    if pre:
+        g, c_pre2 = layernorm_forward(h, g2, b2, eps)  # (B, T, H)
     f, c_in = linear_forward(g, P("intermediate.dense.weight"), P("intermediate.dense.bias"))  # (B, T, F)
     f, c_act = act_forward(f)  # (B, T, F)
     ffn_out, c_out = linear_forward(f, P("output.dense.weight"), P("output.dense.bias"))  # (B, T, H)
     ffn_out, m_out = dropout_forward(ffn_out, p_ffn, rng, training)  # (B, T, H)
     ffn_out += h  # residual
-    out, c_post2 = (ffn_out, None) if pre else _ln_forward(ffn_out, params, ln2, eps)  # (B, T, H)
+    out = ffn_out
+    if not pre:
+        out, c_post2 = layernorm_forward(ffn_out, g2, b2, eps)  # (B, T, H)
     cache = (c_pre1, c_attn, c_ao, m_ao, c_post1, c_pre2, c_in, c_act, c_out, m_out, c_post2)
     return out, probs, cache
 
@@ -77,25 +79,33 @@ def encoder_layer_backward(dout, cache, params, grads, prefix, config):
     P = lambda name: params[prefix + name]  # noqa: E731
     G = lambda name: grads[prefix + name]  # noqa: E731
     ln1, ln2 = (prefix + n for n in layer_norm_names(config))
+    LN1 = params[ln1 + ".weight"], grads[ln1 + ".weight"], grads[ln1 + ".bias"]  # gamma, d gamma, d beta
+    LN2 = params[ln2 + ".weight"], grads[ln2 + ".weight"], grads[ln2 + ".bias"]
     _, act_backward = get_activation(config.hidden_act)
 
     # --- feed-forward block, backwards
-    d_sum2 = dout if c_post2 is None else _ln_backward(dout, c_post2, params, grads, ln2)  # (B, T, H) of h + ffn_out
+    d_sum2 = dout  # (B, T, H) gradient of h + ffn_out
+    if c_post2 is not None:
+        d_sum2 = layernorm_backward(dout, c_post2, *LN2)
     d_ffn_out = dropout_backward(d_sum2, m_out)  # (B, T, H)
     df = linear_backward(d_ffn_out, c_out, P("output.dense.weight"), G("output.dense.weight"),
                          G("output.dense.bias"))  # (B, T, F)
     df = act_backward(df, c_act)  # (B, T, F)
-    dg = linear_backward(df, c_in, P("intermediate.dense.weight"), G("intermediate.dense.weight"),
+    dh = linear_backward(df, c_in, P("intermediate.dense.weight"), G("intermediate.dense.weight"),
                          G("intermediate.dense.bias"))  # (B, T, H) through the feed-forward branch
-    dh = dg if c_pre2 is None else _ln_backward(dg, c_pre2, params, grads, ln2)  # (B, T, H)
+    if c_pre2 is not None:
+        dh = layernorm_backward(dh, c_pre2, *LN2)  # (B, T, H)
     dh += d_sum2  # (B, T, H) residual branch: the gradient reaches h directly too
 
     # --- self-attention block, backwards
-    d_sum1 = dh if c_post1 is None else _ln_backward(dh, c_post1, params, grads, ln1)  # (B, T, H) of x + attn_out
+    d_sum1 = dh  # (B, T, H) gradient of x + attn_out
+    if c_post1 is not None:
+        d_sum1 = layernorm_backward(dh, c_post1, *LN1)
     d_attn_out = dropout_backward(d_sum1, m_ao)  # (B, T, H)
     dctx = linear_backward(d_attn_out, c_ao, P("attention.output.dense.weight"), G("attention.output.dense.weight"),
                            G("attention.output.dense.bias"))  # (B, T, H)
-    da = self_attention_backward(dctx, c_attn, grads, prefix + "attention.self.")  # (B, T, H) through attention
-    dx = da if c_pre1 is None else _ln_backward(da, c_pre1, params, grads, ln1)  # (B, T, H)
+    dx = self_attention_backward(dctx, c_attn, grads, prefix + "attention.self.")  # (B, T, H) through attention
+    if c_pre1 is not None:
+        dx = layernorm_backward(dx, c_pre1, *LN1)  # (B, T, H)
     dx += d_sum1  # (B, T, H) residual
     return dx

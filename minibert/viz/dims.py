@@ -15,6 +15,7 @@ LETTER_MEANINGS = {
     "F": "feed-forward size",
     "V": "vocabulary size",
     "P": "max positions",
+    "E": "embedding size (ALBERT)",
 }
 
 
@@ -29,6 +30,8 @@ def model_letters(config, batch_size=None, seq_len=None, positions=False) -> dic
                    F=config.intermediate_size, V=config.vocab_size)
     if positions:
         letters["P"] = config.max_position_embeddings
+    if config.embedding_width != config.hidden_size:
+        letters["E"] = config.embedding_width
     return letters
 
 

@@ -113,10 +113,11 @@ def _shape_text(shapes, letters, tied=False) -> str:
 
 
 def format_parameter_table(table: ParameterTable, config, title: str) -> str:
-    letters = {k: v for k, v in model_letters(config, positions=True).items() if k in ("V", "H", "F", "P")}
+    letters = {k: v for k, v in model_letters(config, positions=True).items() if k in ("V", "H", "F", "P", "E")}
     n_layers = len(table.layer_counts)
     w_name, w_shape, w_count = 38, 22, 12
-    lines = [title, legend(letters) + f"; {n_layers} encoder layers", ""]
+    shared = f", shared by all {config.num_hidden_layers} (ALBERT)" if config.shared_layers else ""
+    lines = [title, legend(letters) + f"; {n_layers} encoder layers{shared}", ""]
 
     def row(name, shape="", count=None, note=""):
         count_text = "" if count is None else f"{count:,}"

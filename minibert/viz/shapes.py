@@ -139,7 +139,8 @@ def trace_forward(model, batch_size=3, seq_len=10, seed=0) -> Journey:
     rng = np.random.default_rng(seed)
     input_ids = rng.integers(0, cfg.vocab_size, size=(batch_size, seq_len))  # (B, T)
     token_type_ids = np.zeros((batch_size, seq_len), dtype=np.int64)  # (B, T)
-    token_type_ids[:, seq_len // 2:] = 1  # a sentence pair: second half is segment B
+    if model.config.type_vocab_size > 1:  # (RoBERTa has one token type)
+        token_type_ids[:, seq_len // 2:] = 1  # a sentence pair: second half is segment B
     attention_mask = np.ones((batch_size, seq_len), dtype=np.int64)  # (B, T)
     if batch_size > 1 and seq_len > 2:
         attention_mask[-1, -2:] = 0  # the last sequence is shorter: two padding positions
@@ -196,14 +197,19 @@ def journey_rows(journey: Journey, model) -> list[Row]:
     notes = {"input_ids": "token ids (random: only shapes matter)",
              "token_type_ids": "segment A = 0, segment B = 1", "attention_mask": "1 = real token, 0 = padding"}
     rows = [Row(0, name, notes.get(name, "input"), shape) for name, shape in journey.inputs.items()]
+    layer_calls = []
 
     def walk(call: Call, depth: int, section):
         for child in call.children:
             if depth == 1 and child.function in STAGES:
                 sec, layer = _stage_section(child, base)
+                params = table.layer_counts[layer] if sec == "layer" else table.section_total(sec)
+                if sec == "layer":
+                    layer_calls.append(layer)
+                    if model.config.shared_layers and len(layer_calls) > 1:  # ALBERT: layer 0's weights again
+                        layer, params = len(layer_calls) - 1, 0
                 where = {"embeddings": "embeddings", "pooler": "pooler", "mlm": "cls.predictions",
                          "nsp": "cls.seq_relationship", "layer": f"encoder.layer.{layer}"}.get(sec, sec)
-                params = table.layer_counts[layer] if sec == "layer" else table.section_total(sec)
                 stage = Row(depth, where, DESCRIPTIONS.get(child.function, child.function),
                             child.outputs[0] if child.outputs else None, params)
                 rows.append(stage)
@@ -213,7 +219,8 @@ def journey_rows(journey: Journey, model) -> list[Row]:
                     walk(child, depth + 1, sec)
                 stage.fold_key = (child.function, sec, tuple((r.depth, r.where, r.shape) for r in rows[start:]))
                 continue
-            before, after = _call_rows(child, depth, base, shapes, section)
+            # a call between the stages (ALBERT's projection, pre-LN's final LayerNorm) owns "other" parameters
+            before, after = _call_rows(child, depth, base, shapes, section or "other")
             rows.extend(before)
             walk(child, depth + 1, section)
             rows.extend(after)

@@ -36,6 +36,25 @@ def torch_grads(hf_model, model=None):
             for name, p in hf_model.named_parameters() if p.grad is not None}
 
 
+def check_bare_model(model, hf_model, ids, types, mask, tol=1e-4):
+    """A bare encoder (BertModel of any family) against its transformers class: outputs at real tokens, pooler,
+    and every gradient of a random linear function of both outputs."""
+    import torch
+    rng = np.random.default_rng(0)
+    H = model.config.hidden_size
+    R1 = rng.standard_normal((*ids.shape, H)).astype(np.float32) * mask[..., None]  # padding's outputs: unread
+    R2 = rng.standard_normal((ids.shape[0], H)).astype(np.float32)
+    out = model.forward(ids, types, mask)
+    model.backward(R1, R2)
+    t = lambda x: None if x is None else torch.from_numpy(np.asarray(x))  # noqa: E731
+    ref = hf_model(input_ids=t(ids), token_type_ids=t(types), attention_mask=t(mask))
+    ((ref.last_hidden_state * t(R1)).sum() + (ref.pooler_output * t(R2)).sum()).backward()
+    valid = mask.astype(bool)
+    assert max_rel_diff(out.last_hidden_state[valid], ref.last_hidden_state.detach().numpy()[valid]) < tol
+    assert max_rel_diff(out.pooler_output, ref.pooler_output.detach().numpy()) < tol
+    assert_grads_match(model.grads, torch_grads(hf_model, model), tol)
+
+
 def max_rel_diff(ours, ref, floor=1e-6):
     """max |ours - ref| divided by the reference tensor's scale (its max |value|, at least `floor`)."""
     ours, ref = np.asarray(ours, dtype=np.float64), np.asarray(ref, dtype=np.float64)

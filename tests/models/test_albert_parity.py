@@ -6,7 +6,8 @@ checkpoints both ways, and a float64 finite-difference check of the shared layer
 import numpy as np
 import pytest
 from gradcheck import check_grad
-from hf_reference import assert_grads_match, copy_weights, hf_config, max_rel_diff, torch_grads
+from hf_reference import assert_grads_match, check_bare_model, copy_weights, hf_config, max_rel_diff, torch_grads
+from test_model_gradients import batch
 
 from minibert import BertConfig, BertForMaskedLM, BertForPreTraining, BertModel
 from minibert.io.checkpoint import CheckpointWarning
@@ -87,17 +88,7 @@ def test_bare_model_and_masked_lm():
     hf = reference(cfg, "AlbertModel")
     copy_weights(model, hf)
     ids, types, mask, labels, _ = make_batch(cfg, seed=1)
-    rng = np.random.default_rng(0)
-    R1 = rng.standard_normal((*ids.shape, cfg.hidden_size)).astype(np.float32) * mask[..., None]
-    R2 = rng.standard_normal((ids.shape[0], cfg.hidden_size)).astype(np.float32)
-    out = model.forward(ids, types, mask)
-    model.backward(R1, R2)
-    ref = hf(input_ids=t(ids), token_type_ids=t(types), attention_mask=t(mask))
-    ((ref.last_hidden_state * t(R1)).sum() + (ref.pooler_output * t(R2)).sum()).backward()
-    valid = mask.astype(bool)
-    assert max_rel_diff(out.last_hidden_state[valid], ref.last_hidden_state.detach().numpy()[valid]) < TOL
-    assert max_rel_diff(out.pooler_output, ref.pooler_output.detach().numpy()) < TOL
-    assert_grads_match(model.grads, torch_grads(hf, model), TOL)
+    check_bare_model(model, hf, ids, types, mask, TOL)
 
     mlm = BertForMaskedLM(cfg, seed=2)
     hf_mlm = reference(cfg, "AlbertForMaskedLM")
@@ -146,13 +137,7 @@ def test_shared_layer_gradient_float64():
     model = BertForPreTraining(cfg, seed=1, dtype=np.float64)
     for p in model.params.values():
         p += 0.05 * rng.standard_normal(p.shape)
-    ids = rng.integers(1, cfg.vocab_size, (2, 7))
-    mask = np.array([[1] * 7, [1] * 5 + [0] * 2])
-    ids[mask == 0] = 0
-    types = np.array([[0, 0, 0, 1, 1, 1, 1], [0, 0, 1, 1, 1, 0, 0]])
-    labels = np.full((2, 7), -100)
-    labels[0, [1, 4]] = ids[0, [1, 4]]
-    labels[1, [2, 3]] = 5
+    ids, types, mask, labels = batch(cfg, rng)  # two sequences, one padded, two segments, four labels
 
     def loss():
         model.rng = np.random.default_rng(42)

@@ -113,3 +113,23 @@ def test_letters_never_lie(preset, capsys):
             assert (int(s) if s.isdigit() else sizes[s]) == n, (sym, num)
             checked += 1
     assert checked > 50
+
+
+@pytest.mark.parametrize("model_type", ["albert", "roberta-prelayernorm", "roberta"])
+def test_shapes_of_the_descendants(model_type):
+    family = {"albert": dict(embedding_size=8), "roberta": dict(type_vocab_size=1)}.get(model_type, {})
+    cfg = BertConfig(vocab_size=77, hidden_size=40, num_hidden_layers=3, num_attention_heads=5,
+                     intermediate_size=100, max_position_embeddings=20, model_type=model_type, **family)
+    model = BertForPreTraining(cfg)
+    rows = journey_rows(trace_forward(model, batch_size=3, seq_len=7), model)
+    by_where = rows_by_where(rows)
+    layers = [r for r in rows if r.depth == 1 and r.where.startswith("encoder.layer.")]
+    assert [r.where for r in layers] == ["encoder.layer.0", "encoder.layer.1", "encoder.layer.2"]
+    if model_type == "albert":
+        assert by_where["embeddings"][0].shape == (3, 7, 8)  # E wide, then the projection to H
+        assert by_where["encoder.embedding_hidden_mapping_in"][0].params == 40 * 8 + 40
+        assert [r.params for r in layers][1:] == [0, 0]  # layer 0's weights, used again
+    if model_type == "roberta-prelayernorm":
+        assert by_where["LayerNorm"][0].params == 80  # the final LayerNorm, after the last layer
+        assert len(by_where["attention.LayerNorm"]) == 3 and "attention.output.LayerNorm" not in by_where
+    assert sum(r.params or 0 for r in rows if r.depth == 1) == model.num_parameters()
