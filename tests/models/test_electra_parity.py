@@ -4,7 +4,7 @@ identical random weights, with padding: outputs, loss and every parameter gradie
 import numpy as np
 import pytest
 from electra_reference import electra_batch, electra_config
-from hf_reference import assert_grads_match, copy_weights, max_rel_diff, torch_grads
+from hf_reference import assert_grads_match, check_masked_lm, copy_weights, max_rel_diff, torch_grads
 
 from minibert.config import BertConfig
 from minibert.models.electra import ElectraForMaskedLM, ElectraForPreTraining, generator_config
@@ -53,14 +53,7 @@ def test_generator_matches_electra_for_masked_lm():
     hf = transformers.ElectraForMaskedLM(electra_config(cfg)).train()
     copy_weights(model, hf)
     ids, types, mask, labels, _ = electra_batch(cfg, seed=1)
-    out = model.forward(ids, types, mask, labels=labels)
-    model.backward()
-    ref = hf(input_ids=t(ids), token_type_ids=t(types), attention_mask=t(mask), labels=t(labels))
-    ref.loss.backward()
-    flat = ref.logits.detach().numpy().reshape(-1, cfg.vocab_size)[out.masked_positions]
-    assert max_rel_diff(out.prediction_logits, flat) < TOL
-    assert out.loss == pytest.approx(ref.loss.item(), rel=1e-5)
-    assert_grads_match(model.grads, torch_grads(hf), TOL)  # the tied decoder's share included
+    check_masked_lm(model, hf, ids, types, mask, labels, TOL)  # every gradient, the tied decoder's share included
 
     model.eval()
     with torch.no_grad():
