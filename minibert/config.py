@@ -23,7 +23,9 @@ SUPPORTED_ACTIVATIONS = tuple(ACTIVATIONS)  # gelu (exact erf), gelu_new / gelu_
 #   roberta-prelayernorm   roberta's positions, pre-LN layers (LayerNorm before attention and feed-forward) and
 #                          a final LayerNorm after the last layer
 #   albert                 factorised embeddings (embedding_size), one layer's weights shared by every layer
-MODEL_TYPES = ("bert", "roberta", "roberta-prelayernorm", "albert")
+#   electra                BERT's body under ELECTRA's Hugging Face names (models/electra.py: the names are kept
+#                          as they are, no renaming); the config may have an embedding_size
+MODEL_TYPES = ("bert", "roberta", "roberta-prelayernorm", "albert", "electra")
 
 # name -> (num_hidden_layers, hidden_size, num_attention_heads, intermediate_size, vocab_size, max_position_embeddings)
 PRESETS: dict[str, tuple[int, int, int, int, int, int]] = {

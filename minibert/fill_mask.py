@@ -31,6 +31,9 @@ class FillMask:
         from minibert.tokenizer import WordPieceTokenizer
         from minibert.training.run_dir import resolve_model_dir
         folder = resolve_model_dir(path)
+        tokenizer_folder = folder
+        if not _has_mlm_head(folder) and (folder / "generator" / "config.json").is_file():
+            folder = folder / "generator"  # ELECTRA: the discriminator has no MLM head, its generator has one
         if not _has_mlm_head(folder):
             raise ValueError(f"{folder}: the checkpoint has no masked-LM head (cls.predictions.*), so it cannot "
                              f"fill in [MASK]s; use a model pre-trained with masked language modelling")
@@ -38,7 +41,9 @@ class FillMask:
         # minibert's pre-training checkpoints keep the sentence head (RoBERTa's too, saved as ...ForMaskedLM)
         with_pair_head = any(a.endswith("ForPreTraining") for a in architectures) or _has_pair_head(folder)
         model_class = BertForPreTraining if with_pair_head else BertForMaskedLM
-        return cls(model_class.from_pretrained(folder), WordPieceTokenizer.from_pretrained(folder))
+        if "ElectraForMaskedLM" in architectures:
+            from minibert.models.electra import ElectraForMaskedLM as model_class
+        return cls(model_class.from_pretrained(folder), WordPieceTokenizer.from_pretrained(tokenizer_folder))
 
     def __call__(self, text: str, top_k: int = 5) -> list[list[dict]]:
         return fill_mask(self.model, self.tokenizer, text, top_k)
@@ -86,7 +91,7 @@ def fill_mask(model, tokenizer, text: str, top_k: int = 5) -> list[list[dict]]:
 
 def _has_mlm_head(folder: Path) -> bool:
     from minibert.io.checkpoint import TensorSource
-    return any(name.startswith(("cls.predictions.", "lm_head.", "predictions.")) or ".predictions." in name
+    return any(name.startswith(("cls.predictions.", "lm_head.", "predictions.", "generator_lm_head.")) or ".predictions." in name
                for name in TensorSource(folder).names())
 
 

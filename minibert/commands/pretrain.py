@@ -46,7 +46,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     model.add_argument("--objective", choices=OBJECTIVES, default=None,
                        help=f"mlm: RoBERTa-style full sentences; mlm+sop: ALBERT's sentence-order prediction "
                             f"(two consecutive segments, swapped half the time); mlm+nsp: BERT's sentence pairs with "
-                            f"next-sentence prediction [{D.objective}]")
+                            f"next-sentence prediction; electra: a small generator fills the masks, the model learns to "
+                            f"spot the replaced tokens (docs/descendants.md) [{D.objective}]")
+    model.add_argument("--generator-size", type=float, metavar="X", default=None,
+                       help=f"electra: the generator's hidden size as a share of the model's [{D.generator_size}]")
     model.add_argument("--dropout", type=float, metavar="X", default=None,
                        help=f"dropout during pre-training (short runs learn faster without) [{D.dropout}]")
     model.add_argument("--seq-len", type=int, metavar="N", default=None,
@@ -167,6 +170,9 @@ def _print_summary(summary: dict, show_examples: bool = True, objective: str = "
     if "nsp_acc" in m:
         task = "sentence-order" if objective == "mlm+sop" else "next-sentence"  # the same head, ALBERT's task
         print(f"  {task} accuracy {m['nsp_acc']:.1%}  (chance: 50%)")
+    if "rtd_acc" in m:  # ELECTRA: the lines above are its generator's, this one its discriminator's
+        print(f"  replaced-token detection accuracy {m['rtd_acc']:.1%}  (always guessing 'original': "
+              f"{m['rtd_baseline_acc']:.1%}); the masked-LM lines above are the generator's")
     if summary.get("peak_rss_mb"):
         print(f"  peak memory {summary['peak_rss_mb']:,.0f} MB (resident)")
     if summary.get("stopped_early"):

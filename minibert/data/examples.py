@@ -26,7 +26,7 @@ import numpy as np
 from minibert._malloc import release_freed_memory
 from minibert.data.grouping import length_grouped_order
 
-OBJECTIVES = ("mlm", "mlm+nsp", "mlm+sop")
+OBJECTIVES = ("mlm", "mlm+nsp", "mlm+sop", "electra")  # electra trains on the mlm sequences
 PAIR_OBJECTIVES = ("mlm+nsp", "mlm+sop")  # sentence pairs in two segments, with a head on the pooled [CLS]
 EXAMPLES_STREAM = 1  # separates this random stream from the masking and dropout streams of the same seed
 
@@ -174,7 +174,7 @@ def make_examples(documents, objective: str, max_seq_len: int, rng: np.random.Ge
     if objective in PAIR_OBJECTIVES:
         examples = nsp_examples(documents, max_seq_len, rng, cls_id, sep_id, short_seq_prob,
                                 sentence_order=objective == "mlm+sop")
-    elif objective == "mlm":
+    elif objective in ("mlm", "electra"):
         examples = full_sentence_examples(documents, max_seq_len, rng, cls_id, sep_id, fill)
     else:
         raise ValueError(f"unknown objective {objective!r}; expected one of {', '.join(OBJECTIVES)}")

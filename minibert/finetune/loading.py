@@ -9,6 +9,7 @@ from minibert.config import BertConfig
 from minibert.models.classification import BertForSequenceClassification, labels_from_config
 
 CLASSIFIER = ("classifier.weight", "classifier.bias")
+PRETRAINING_HEADS = ("cls.", "discriminator_predictions.", "...")  # BERT's MLM/NSP heads, ELECTRA's RTD head
 
 
 def load_tokenizer(folder: Path):
@@ -25,6 +26,11 @@ def load_for_finetuning(checkpoint: Path, label_names: list[str], seed: int = 0,
     Checkpoint warnings other than the expected new classifier (e.g. a missing pooler) are passed on to `log`.
     """
     config = BertConfig.from_json_file(checkpoint)
+    if config.model_type == "electra" and config.embedding_width != config.hidden_size:
+        raise ValueError(f"{checkpoint}: an ELECTRA discriminator with embedding_size {config.embedding_width} != "
+                         f"hidden_size {config.hidden_size}: BERT's classifier has no place for its "
+                         f"embeddings_project, so fine-tuning it is not supported (pre-train with embedding_size = "
+                         f"hidden_size)")
     existing = labels_from_config(config)
     same_labels = existing is not None and list(existing.values()) == list(label_names)
     with warnings.catch_warnings(record=True) as caught:
@@ -50,12 +56,15 @@ def load_for_finetuning(checkpoint: Path, label_names: list[str], seed: int = 0,
                 log(f"warning: {checkpoint}: {', '.join(others)} not in the checkpoint: newly initialised, "
                     f"trained from scratch now")
             continue
-        if "not used" in message and all(part.startswith(("cls.", "...")) for part in _listed(message)):
-            log("note: the checkpoint's pre-training heads (cls.*) are not part of a classifier; left out")
+        if "not used" in message and all(part.startswith(PRETRAINING_HEADS) for part in _listed(message)):
+            log("note: the checkpoint's pre-training heads (cls.*, discriminator_predictions.*) are not part of a "
+                "classifier; left out")
             continue
         log(f"warning: {message}")
     if not same_labels:
         log(f"new classifier for {len(label_names)} classes (classifier.weight, classifier.bias initialised)")
+    if model.config.model_type == "electra":  # a BERT classifier on the discriminator's body: saved as BERT's
+        model.config.model_type = "bert"
     model.set_labels(label_names)
     model.config.extra["problem_type"] = "single_label_classification"
     return model

@@ -66,7 +66,8 @@ def load_pretrained(cls, path, dtype=np.float32, **kwargs):
     source = TensorSource(folder)  # validates the safetensors headers: shapes are known before any data is read
     # The encoder's shapes follow from config.json alone: check them before building the model, so a wrong
     # file fails before any large allocation.
-    _check_shapes(source, bert_param_shapes(config, cls.base_prefix), cls.base_prefix, config, folder)
+    _check_shapes(source, bert_param_shapes(config, cls.base_prefix, project_name=getattr(cls, "project_name", None)),
+                  cls.base_prefix, config, folder)
 
     model = cls(config, dtype=dtype, init_weights=False, **kwargs)  # zeros: the checkpoint overwrites them
     mapping, unexpected = _check_shapes(source, {k: p.shape for k, p in model.params.items()}, model.base_prefix,
@@ -121,6 +122,10 @@ def map_keys(file_keys, param_keys, base_prefix, model_type="bert"):
             candidates.append(base_prefix + name)  # BertModel-only file into a task model
         if not base_prefix and name.startswith("bert."):
             candidates.append(name[len("bert."):])  # task-model file into a bare BertModel
+        if base_prefix != "electra." and name.startswith("electra."):
+            # an ELECTRA discriminator's body is a BERT body (when its embeddings need no projection): fine-tuning
+            # and embedding use it
+            candidates.append(base_prefix + name[len("electra."):])
         match = next((c for c in candidates if c in params), None)
         if match is None:
             unexpected.append(key)
@@ -319,6 +324,7 @@ def save_pretrained(model, path) -> Path:
     # them too, or it would initialise the decoder at random.
     config["tie_word_embeddings"] = True
     config["dtype"] = np.dtype(model.dtype).name
+    config.update(getattr(model, "hf_config_fields", dict)())  # another family's model_type and fields (ELECTRA)
     num_labels = getattr(model, "num_labels", None)
     if num_labels is not None and len(config.get("id2label") or {}) != num_labels:
         config["id2label"] = {str(i): f"LABEL_{i}" for i in range(num_labels)}

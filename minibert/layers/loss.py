@@ -48,3 +48,26 @@ def cross_entropy_backward(cache, dloss=1.0):
     for_row_blocks(lambda s: _cross_entropy_backward_block(probs[s], labels[s], row_scale[s], dlogits[s]),
                    *probs.shape)
     return dlogits
+
+
+def bce_with_logits_forward(logits, labels, active):
+    """Sigmoid binary cross-entropy, mean over the active tokens (ELECTRA's replaced-token detection; Hugging Face
+    ElectraForPreTraining: BCEWithLogitsLoss over the tokens whose attention_mask is 1).
+
+    logits (N,) float, labels (N,) 0/1, active (N,) bool. Written as max(x, 0) - x y + log(1 + exp(-|x|)), which
+    never overflows. With no active token the loss is 0 (Hugging Face: NaN)."""
+    x = logits
+    y = labels.astype(x.dtype)
+    count = int(active.sum())
+    per_token = np.maximum(x, 0) - x * y + np.log1p(np.exp(-np.abs(x)))  # (N,)
+    loss = float((per_token * active).sum() / max(count, 1))
+    return loss, (x, y, active, count)
+
+
+def bce_with_logits_backward(cache, dloss=1.0):
+    """d loss / d logits = (sigmoid(x) - y) / count at active tokens, 0 elsewhere."""
+    x, y, active, count = cache
+    sig = np.empty_like(x)
+    e = np.exp(-np.abs(x))  # sigmoid from exp(-|x|): stable on both sides
+    np.divide(np.where(x >= 0, 1.0, e), 1.0 + e, out=sig)  # (N,)
+    return ((sig - y) * (active * (dloss / max(count, 1)))).astype(x.dtype)

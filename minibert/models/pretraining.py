@@ -35,10 +35,12 @@ def mlm_head_shapes(config):
 class _MaskedLMBase(Model):
     base_prefix = "bert."
     has_pooler = True
+    mlm_names = None  # the MLM head's parameter names (heads.MlmHeadNames); None: BERT's "cls.predictions.*"
+    project_name = None  # the E -> H projection's name, for a family with embedding_size != hidden_size
 
     def __init__(self, config, seed=0, dtype=np.float32, init_weights=True):
         super().__init__(config, seed=seed, dtype=dtype, init_weights=init_weights)
-        self.bert = BertEncoder(self, "bert.", pooler=self.has_pooler)
+        self.bert = BertEncoder(self, self.base_prefix, pooler=self.has_pooler, project_name=self.project_name)
         self._cache = None
 
     def _mlm_forward(self, sequence_output, labels):
@@ -46,19 +48,21 @@ class _MaskedLMBase(Model):
         cfg = self.config
         B, T, H = sequence_output.shape
         if labels is None:
-            logits, _ = mlm_head_forward(sequence_output.reshape(B * T, H), self.params, "bert.", cfg)
+            logits, _ = mlm_head_forward(sequence_output.reshape(B * T, H), self.params, self.base_prefix, cfg,
+                                         self.mlm_names)
             return logits.reshape(B, T, cfg.vocab_size), None, None, None  # (B, T, V)
         labels = labels.reshape(-1)  # (B*T,), checked by check_targets
         positions = np.flatnonzero(labels != IGNORE_INDEX)  # (M,) flat indices of the tokens to predict
         h = sequence_output.reshape(B * T, H)[positions]  # (M, H)
-        logits, c_head = mlm_head_forward(h, self.params, "bert.", cfg)  # (M, V)
+        logits, c_head = mlm_head_forward(h, self.params, self.base_prefix, cfg, self.mlm_names)  # (M, V)
         loss, c_ce = cross_entropy_forward(logits, labels[positions])
         return logits, loss, positions, (positions, c_head, c_ce, (B, T, H))
 
     def _mlm_backward(self, cache, loss_scale):
         positions, c_head, c_ce, shape = cache
         dlogits = cross_entropy_backward(c_ce, loss_scale)  # (M, V)
-        dh = mlm_head_backward(dlogits, c_head, self.params, self.grads, "bert.", self.config)  # (M, H)
+        dh = mlm_head_backward(dlogits, c_head, self.params, self.grads, self.base_prefix, self.config,
+                               self.mlm_names)  # (M, H)
         dseq = np.zeros(shape, dtype=self.dtype)  # (B, T, H)
         dseq.reshape(-1, shape[2])[positions] = dh  # each predicted position's row, written once into zeros
         return dseq

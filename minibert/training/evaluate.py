@@ -9,6 +9,7 @@ import numpy as np
 
 from minibert.data.examples import collate, make_examples
 from minibert.layers.loss import IGNORE_INDEX
+from minibert.training.objectives import rtd_counts
 
 EVAL_SEED = 1234  # fixed: independent of the run's --seed
 
@@ -41,6 +42,7 @@ def evaluate(model, batches, use_nsp: bool) -> dict:
     model.eval()
     mlm_loss_sum = nsp_loss_sum = 0.0
     n_masked = n_correct = n_pairs = n_nsp_correct = 0
+    rtd_loss_sum, n_rtd_correct, n_rtd_tokens, n_replaced = 0.0, 0, 0, 0
     for batch in batches:
         out = model.forward(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"],
                             labels=batch["labels"],
@@ -54,6 +56,11 @@ def evaluate(model, batches, use_nsp: bool) -> dict:
             nsp_loss_sum += float(out.nsp_loss) * len(nsl)
             n_nsp_correct += int((out.seq_relationship_logits.argmax(axis=-1) == nsl).sum())
             n_pairs += len(nsl)
+        correct, tokens, replaced = rtd_counts(out, batch["attention_mask"])  # ELECTRA only
+        if tokens:
+            rtd_loss_sum += float(out.rtd_loss) * tokens
+            n_rtd_correct, n_rtd_tokens, n_replaced = n_rtd_correct + correct, n_rtd_tokens + tokens, \
+                n_replaced + replaced
     model.train(was_training)
     mlm_loss = mlm_loss_sum / max(1, n_masked)
     metrics = {"mlm_loss": mlm_loss, "ppl": math.exp(min(mlm_loss, 700.0)), "mlm_acc": n_correct / max(1, n_masked),
@@ -64,6 +71,12 @@ def evaluate(model, batches, use_nsp: bool) -> dict:
         metrics["loss"] = metrics["mlm_loss"] + metrics["nsp_loss"]
     else:
         metrics["loss"] = mlm_loss
+    if n_rtd_tokens:  # the discriminator's replaced-token detection, and the accuracy of always guessing "original"
+        metrics["rtd_loss"] = rtd_loss_sum / n_rtd_tokens
+        metrics["rtd_acc"] = n_rtd_correct / n_rtd_tokens
+        metrics["rtd_baseline_acc"] = 1.0 - n_replaced / n_rtd_tokens
+        metrics["replaced_share"] = n_replaced / n_rtd_tokens
+        metrics["loss"] = mlm_loss + model.rtd_weight * metrics["rtd_loss"]
     return metrics
 
 

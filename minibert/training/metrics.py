@@ -56,15 +56,15 @@ class Window:
     """Sums over the steps between two train lines; its state goes into checkpoints for exact resume."""
 
     FIELDS = ("steps", "loss", "mlm_loss", "nsp_loss", "masked", "correct", "pairs", "nsp_correct", "tokens",
-              "seconds")
+              "seconds", "rtd_loss", "rtd_correct", "rtd_tokens")
+    COUNTS = ("steps", "masked", "correct", "pairs", "nsp_correct", "tokens", "rtd_correct", "rtd_tokens")
 
     def __init__(self):
         self.reset()
 
     def reset(self) -> None:
         for name in self.FIELDS:
-            setattr(self, name, 0 if name in ("steps", "masked", "correct", "pairs", "nsp_correct", "tokens")
-                    else 0.0)
+            setattr(self, name, 0 if name in self.COUNTS else 0.0)
 
     def record(self, lr: float, grad_norm: float) -> dict:
         r = {"loss": self.loss / self.steps, "mlm_loss": self.mlm_loss / self.steps,
@@ -72,6 +72,9 @@ class Window:
         if self.pairs:
             r["nsp_loss"] = self.nsp_loss / self.steps
             r["nsp_acc"] = self.nsp_correct / self.pairs
+        if self.rtd_tokens:  # ELECTRA: the discriminator's replaced-token detection, over non-padding tokens
+            r["rtd_loss"] = self.rtd_loss / self.steps
+            r["rtd_acc"] = self.rtd_correct / self.rtd_tokens
         r.update(lr=lr, grad_norm=grad_norm, tokens_per_s=self.tokens / max(self.seconds, 1e-9))
         return r
 
@@ -80,4 +83,4 @@ class Window:
 
     def load_state_dict(self, state: dict) -> None:
         for name in self.FIELDS:
-            setattr(self, name, state[name])
+            setattr(self, name, state.get(name, 0))  # .get: checkpoints from before the rtd fields

@@ -39,7 +39,6 @@ from minibert.data.masking import Masker, continuation_mask
 from minibert.data.prepare import prepare_data
 from minibert.io.atomic import atomic_write_text
 from minibert.layers.loss import IGNORE_INDEX
-from minibert.models import BertForPreTraining
 from minibert.optim import AdamW, clip_grad_norm
 from minibert.training.budget import Plan, make_plan, measure_step_seconds, replan, steps_that_fit
 from minibert.training.checkpointing import load_training_state, save_checkpoint
@@ -47,6 +46,7 @@ from minibert.training.distributed import LocalCommunicator, check_divisible, ra
 from minibert.training.evaluate import build_eval_batches, evaluate, most_frequent_token_accuracy, token_counts
 from minibert.training.memory import peak_rss_mb
 from minibert.training.metrics import MetricsLog, Window
+from minibert.training.objectives import build_model, load_model, output_bias_name, rtd_counts
 from minibert.training.run_dir import create_run_dir, default_run_name, latest_checkpoint
 from minibert.training.settings import PretrainSettings
 
@@ -54,7 +54,8 @@ EVAL_MASK_PROB = 0.15  # held-out masks: BERT's rate, whatever --mask-prob train
 MASKING_STREAM = 2  # random streams of one seed: 1 = examples, 2 = masking (the model's dropout has its own)
 DROPOUT_STREAM = 3  # several ranks: each rank's dropout generator, a function of (seed, step, rank)
 # The sums of a step that the ranks add up (one small Allreduce per step), in this order.
-STEP_SUMS = ("loss", "mlm_loss", "nsp_loss", "correct", "masked", "tokens", "nsp_correct", "pairs", "over_budget")
+STEP_SUMS = ("loss", "mlm_loss", "nsp_loss", "correct", "masked", "tokens", "nsp_correct", "pairs", "rtd_loss",
+             "rtd_correct", "rtd_tokens", "over_budget")
 BUDGET_OVERRUN = 1.15  # with --minutes, stop early if training takes this much longer than planned
 
 
@@ -106,7 +107,7 @@ def recipe_parts(settings: PretrainSettings, model, data, seq_len: int, fresh: b
     if fresh and settings.output_bias == "unigram":
         # The model starts where the frequent-word plateau is (predicting the unigram distribution) instead of
         # spending its first few hundred steps learning it.
-        model.params["cls.predictions.bias"][...] = unigram_log_probs(counts, special_ids)
+        model.params[output_bias_name(model)][...] = unigram_log_probs(counts, special_ids)
     return masker, eval_batches, top_token, baseline_acc
 
 
@@ -143,6 +144,9 @@ def pretrain(settings: PretrainSettings, resume_checkpoint: Path | None = None, 
     settings.validate()
     comm = comm or LocalCommunicator()
     check_divisible(settings.batch_size, comm.size)
+    if comm.size > 1 and settings.objective == "electra":
+        raise ValueError("--objective electra runs in one process for now: its generator and discriminator "
+                         "losses are not yet weighted per rank (run it without mpiexec)")
     t_start = time.perf_counter()
     progress = not settings.quiet and comm.is_root
     if not comm.is_root:
@@ -166,7 +170,7 @@ def pretrain(settings: PretrainSettings, resume_checkpoint: Path | None = None, 
     # ---- model, optimizer, masking, data stream
     if resume_checkpoint:
         state, optimizer_state = load_training_state(resume_checkpoint)
-        model = BertForPreTraining.from_pretrained(resume_checkpoint, seed=settings.seed)
+        model = load_model(settings, resume_checkpoint)
         config = model.config
         if state.get("corpus") != corpus_fingerprint:
             raise ValueError(f"the corpus {', '.join(settings.corpus)} changed since {resume_checkpoint} was written "
@@ -179,7 +183,7 @@ def pretrain(settings: PretrainSettings, resume_checkpoint: Path | None = None, 
                 f"{comm.size}: same global batch and schedule, sums rounded differently (not bit for bit)")
     else:
         config = model_config(settings, len(tok.vocab))
-        model = BertForPreTraining(config, seed=settings.seed)
+        model = build_model(settings, config)
     seq_len = sequence_length(settings, config)
     if use_nsp and config.type_vocab_size < 2:
         raise ValueError(f"objective {settings.objective} puts sentence pairs in two segments, but the model has "
@@ -274,8 +278,11 @@ def pretrain(settings: PretrainSettings, resume_checkpoint: Path | None = None, 
                     out = model.forward(part["input_ids"], part["token_type_ids"], part["attention_mask"],
                                         labels=part["labels"],
                                         next_sentence_label=part["next_sentence_label"] if use_nsp else None)
-                    model.backward(loss_scale=nsp_weight / settings.grad_accum,
-                                   mlm_scale=mlm_weight / settings.grad_accum)
+                    if comm.size > 1:
+                        model.backward(loss_scale=nsp_weight / settings.grad_accum,
+                                       mlm_scale=mlm_weight / settings.grad_accum)
+                    else:  # (every model's backward takes loss_scale; ELECTRA's has no separate MLM scale)
+                        model.backward(loss_scale=1.0 / settings.grad_accum)
                     sums += _step_sums(out, part, use_nsp, mlm_weight, nsp_weight, settings.grad_accum)
                 sums[STEP_SUMS.index("over_budget")] = comm.is_root and (time.perf_counter() - t_loop
                                                                           > budget_seconds * BUDGET_OVERRUN)
@@ -386,6 +393,10 @@ def _step_sums(out, part: dict, use_nsp: bool, mlm_weight: float, nsp_weight: fl
             "mlm_loss": mlm_weight * float(out.mlm_loss) / grad_accum,
             "correct": int((out.prediction_logits.argmax(axis=-1) == targets).sum()), "masked": len(targets),
             "tokens": int(part["attention_mask"].sum())}
+    correct, tokens, _ = rtd_counts(out, part["attention_mask"])  # ELECTRA's discriminator; zeros otherwise
+    if tokens:  # one process only (ELECTRA is refused under MPI): its loss also holds lambda x the RTD loss
+        sums.update(loss=float(out.loss) / grad_accum, rtd_loss=float(out.rtd_loss) / grad_accum,
+                    rtd_correct=correct, rtd_tokens=tokens)
     if use_nsp:
         nsl = part["next_sentence_label"]
         sums.update(nsp_loss=nsp_loss / grad_accum, pairs=len(nsl),
@@ -396,7 +407,7 @@ def _step_sums(out, part: dict, use_nsp: bool, mlm_weight: float, nsp_weight: fl
 def _add_to_window(window: Window, sums: np.ndarray) -> float:
     """Add a step's STEP_SUMS (summed over the ranks) to the log window; returns the step's loss."""
     for name, value in zip(STEP_SUMS, sums):
-        if name in ("loss", "mlm_loss", "nsp_loss"):
+        if name in ("loss", "mlm_loss", "nsp_loss", "rtd_loss"):
             setattr(window, name, getattr(window, name) + float(value))
         elif name != "over_budget":  # counts: integers, exactly, whatever the number of ranks
             setattr(window, name, getattr(window, name) + int(round(value)))
@@ -411,6 +422,8 @@ def _eval_line(step: int, m: dict) -> str:
     line = f"step {step:>6,}  held-out: mlm loss {m['mlm_loss']:.3f}  ppl {m['ppl']:,.1f}  acc {m['mlm_acc']:.1%}"
     if "nsp_acc" in m:
         line += f"  nsp acc {m['nsp_acc']:.1%}"
+    if "rtd_acc" in m:
+        line += f"  replaced-token acc {m['rtd_acc']:.1%} (all-original guess {m['rtd_baseline_acc']:.1%})"
     return line
 
 

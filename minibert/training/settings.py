@@ -36,6 +36,7 @@ class PretrainSettings:
     packing: str = "sentences"           # mlm training sequences: "sentences" (whole ones) or "full" (cut to fill)
     group_by_length: bool = True         # batches of similar-length sequences: less padding (data/grouping.py)
     short_seq_prob: float = 0.1          # mlm+nsp/sop only: share of sequences aimed at a random shorter length
+    generator_size: float = 0.25         # electra only: the generator's hidden size as a share of the model's
     # ---- optimisation
     batch_size: int = 16
     grad_accum: int = 1
@@ -96,8 +97,10 @@ class PretrainSettings:
             raise ValueError(f"--short-seq-prob must be in [0, 1], got {self.short_seq_prob}")
         if self.packing not in PACKINGS:
             raise ValueError(f"--packing must be one of {', '.join(PACKINGS)}, got {self.packing!r}")
-        if self.packing == "full" and self.objective != "mlm":
-            raise ValueError(f"--packing full is for --objective mlm (sentence pairs are built for NSP), got "
+        if not 0 < self.generator_size <= 1:
+            raise ValueError(f"--generator-size must be in (0, 1], got {self.generator_size!r}")
+        if self.packing == "full" and self.objective not in ("mlm", "electra"):
+            raise ValueError(f"--packing full is for --objective mlm or electra (sentence pairs are built for NSP), got "
                              f"{self.objective!r}")
         if self.output_bias not in OUTPUT_BIAS_INITS:
             raise ValueError(f"--output-bias must be one of {', '.join(OUTPUT_BIAS_INITS)}, got {self.output_bias!r}")

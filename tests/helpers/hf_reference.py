@@ -55,6 +55,22 @@ def check_bare_model(model, hf_model, ids, types, mask, tol=1e-4):
     assert_grads_match(model.grads, torch_grads(hf_model, model), tol)
 
 
+def check_masked_lm(model, hf_model, ids, types, mask, labels, tol=1e-4):
+    """A masked-LM model (any family, ELECTRA's generator too) against its transformers class on one batch: the
+    logits at the labelled positions, the loss and every parameter gradient. Returns minibert's output."""
+    import torch
+    out = model.forward(ids, types, mask, labels=labels)
+    model.backward()
+    t = lambda x: None if x is None else torch.from_numpy(np.asarray(x))  # noqa: E731
+    ref = hf_model(input_ids=t(ids), token_type_ids=t(types), attention_mask=t(mask), labels=t(labels))
+    ref.loss.backward()
+    flat = ref.logits.detach().numpy().reshape(-1, model.config.vocab_size)[out.masked_positions]
+    assert max_rel_diff(out.prediction_logits, flat) < tol
+    assert abs(out.loss - ref.loss.item()) <= 1e-5 * abs(ref.loss.item())
+    assert_grads_match(model.grads, torch_grads(hf_model, model), tol)
+    return out
+
+
 def max_rel_diff(ours, ref, floor=1e-6):
     """max |ours - ref| divided by the reference tensor's scale (its max |value|, at least `floor`)."""
     ours, ref = np.asarray(ours, dtype=np.float64), np.asarray(ref, dtype=np.float64)

@@ -6,7 +6,8 @@ Our WordPiece vocabulary stands in for RoBERTa's byte-level BPE (the tokenizer i
 import numpy as np
 import pytest
 from gradcheck import check_grad
-from hf_reference import assert_grads_match, check_bare_model, copy_weights, hf_config, max_rel_diff, torch_grads
+from hf_reference import (assert_grads_match, check_bare_model, check_masked_lm, copy_weights, hf_config, max_rel_diff,
+                          torch_grads)
 from test_model_gradients import batch
 
 from minibert import BertConfig, BertForMaskedLM, BertForPreTraining, BertModel
@@ -59,14 +60,7 @@ def test_masked_lm_outputs_loss_and_every_gradient(model_type):
     hf = getattr(transformers, HF_MLM[model_type])(hf_config(cfg)).train()
     copy_weights(model, hf)
     ids, types, mask, labels = make_batch(cfg)
-    out = model.forward(ids, types, mask, labels=labels)
-    model.backward()
-    ref = hf(input_ids=t(ids), token_type_ids=t(types), attention_mask=t(mask), labels=t(labels))
-    ref.loss.backward()
-    flat = ref.logits.detach().numpy().reshape(-1, cfg.vocab_size)[out.masked_positions]
-    assert max_rel_diff(out.prediction_logits, flat) < TOL
-    assert out.loss == pytest.approx(ref.loss.item(), rel=1e-5)
-    assert_grads_match(model.grads, torch_grads(hf, model), TOL)  # incl. final LayerNorm, position rows
+    check_masked_lm(model, hf, ids, types, mask, labels, TOL)  # every gradient incl. final LayerNorm, position rows
 
 
 @pytest.mark.parametrize("model_type", FAMILIES)

@@ -1,0 +1,49 @@
+"""What the pre-training objectives change in training/pretrain.py's one loop: which model is trained and what
+is counted. The loop itself is the same for all: masked batch -> model.forward -> model.backward -> AdamW.
+
+- mlm, mlm+nsp: BertForPreTraining (masked LM, with or without next-sentence prediction).
+- electra: ElectraPretrainer (models/electra_pretraining.py): the generator is trained on the masked batch as an
+  MLM, the discriminator on replaced-token detection over every token. Its output has the MLM fields the loop
+  already counts (the generator's) plus rtd_logits / rtd_labels, counted here.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from minibert.models import BertForPreTraining
+from minibert.models.electra import generator_config
+from minibert.models.electra_pretraining import ElectraPretrainer
+
+MLM_OUTPUT_BIAS = "cls.predictions.bias"
+
+
+def build_model(settings, config):
+    if settings.objective == "electra":
+        if config.model_type not in ("bert", "electra"):
+            raise ValueError(f"--objective electra builds ELECTRA's models from a BERT config; --config "
+                             f"{settings.config} has model_type {config.model_type!r} (use mini, tiny, ... or a "
+                             f"config.json with model_type bert and, if wanted, embedding_size)")
+        return ElectraPretrainer(config, generator_config(config, settings.generator_size), seed=settings.seed)
+    return BertForPreTraining(config, seed=settings.seed)
+
+
+def load_model(settings, checkpoint):
+    cls = ElectraPretrainer if settings.objective == "electra" else BertForPreTraining
+    return cls.from_pretrained(checkpoint, seed=settings.seed)
+
+
+def output_bias_name(model) -> str:
+    """The MLM decoder's output bias (the generator's in ELECTRA), which may start at the unigram log-frequencies."""
+    return getattr(model, "mlm_bias_name", MLM_OUTPUT_BIAS)
+
+
+def rtd_counts(out, attention_mask) -> tuple[int, int, int]:
+    """(correct, tokens, replaced) of replaced-token detection over the non-padding tokens; zeros for an output
+    without it (BERT's objectives). A logit > 0 means "replaced"."""
+    if getattr(out, "rtd_logits", None) is None:
+        return 0, 0, 0
+    active = np.asarray(attention_mask) == 1  # (B, T)
+    guess = out.rtd_logits > 0
+    truth = out.rtd_labels == 1
+    return int((guess == truth)[active].sum()), int(active.sum()), int(truth[active].sum())
