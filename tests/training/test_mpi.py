@@ -264,6 +264,12 @@ def test_a_global_batch_that_the_ranks_cannot_share_is_refused(corpus, tmp_path)
     assert not (tmp_path / "runs").exists()
 
 
+def test_electra_is_refused_on_several_ranks_before_any_work(corpus, tmp_path):
+    with pytest.raises(ValueError, match="electra runs in one process"):
+        pretrain(tiny_settings(corpus, tmp_path / "runs", batch_size=6, objective="electra"), comm=ThreeRanks())
+    assert not (tmp_path / "runs").exists()
+
+
 def test_rank_share_takes_disjoint_rows_and_drops_unneeded_padding():
     lengths = [3, 5, 2, 4, 6, 1]  # rows of a global batch padded to 6 columns
     mask = np.array([[1] * n + [0] * (6 - n) for n in lengths])
