@@ -37,6 +37,8 @@ def classifier_dropout_of(config) -> float:
 class ClassLabels:
     """Mixin: `num_labels`, `id2label`, `label2id`, `set_labels` for a model whose config names its classes."""
 
+    head_names = ("classifier.weight", "classifier.bias")  # the task head: new when fine-tuning for new labels
+
     def _init_labels(self, config, num_labels):
         """A copy of `config` with C class names written in; sets self.num_labels. Call before Model.__init__.
 

@@ -34,6 +34,7 @@ def clipped_positions(positions, B, T, name):
 class BertForQuestionAnswering(Model):
     base_prefix = "bert."
     num_outputs = 2  # start and end (Hugging Face's config.num_labels, which is 2 for QA)
+    head_names = ("qa_outputs.weight", "qa_outputs.bias")  # the task head: new when fine-tuning a body
 
     def __init__(self, config, seed=0, dtype=np.float32, init_weights=True):
         config = copy.deepcopy(config)
