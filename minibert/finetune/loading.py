@@ -59,8 +59,9 @@ def load_for_finetuning(checkpoint: Path, label_names: list[str] | None, seed: i
                     f"trained from scratch now")
             continue
         if "not used" in message and all(part.startswith(OTHER_HEADS) for part in _listed(message)):
-            log(f"note: the checkpoint's other heads ({', '.join(sorted({p.split('.')[0] for p in _listed(message)}))}"
-                f") are not part of a {cls.__name__}; left out")
+            kinds = sorted({"pooler" if "pooler" in p else p.split(".")[0] for p in _listed(message)} - {""})
+            log(f"note: the checkpoint's other heads ({', '.join(kinds)}) are not part of a {cls.__name__}; "
+                f"left out")
             continue
         log(f"warning: {message}")
     if fresh_head:
