@@ -22,6 +22,10 @@ def setup_training(args, task_type):
     from minibert.finetune.model_source import resolve_model
     from minibert.finetune.train import Settings
 
+    select = args.select_metric or DEFAULT_SELECT[task_type]
+    if select not in TASK_METRICS[task_type]:
+        raise ValueError(f"--select-metric {select} does not apply to --task-type {task_type}; expected one of "
+                         f"{', '.join(TASK_METRICS[task_type])}")
     checkpoint, tokenizer_dir = resolve_model(args.model)
     config = BertConfig.from_json_file(checkpoint)
     max_length = args.max_length
@@ -30,10 +34,6 @@ def setup_training(args, task_type):
     elif max_length > config.max_position_embeddings:
         raise ValueError(f"--max-length {max_length} is longer than the model's max_position_embeddings "
                          f"({config.max_position_embeddings}, {checkpoint / 'config.json'})")
-    select = args.select_metric or DEFAULT_SELECT[task_type]
-    if select not in TASK_METRICS[task_type]:
-        raise ValueError(f"--select-metric {select} does not apply to --task-type {task_type}; expected one of "
-                         f"{', '.join(TASK_METRICS[task_type])}")
     settings = Settings(epochs=args.epochs, lr=args.lr, batch_size=args.batch_size, max_length=max_length,
                         warmup_ratio=args.warmup_ratio, weight_decay=args.weight_decay,
                         max_grad_norm=args.max_grad_norm, seed=args.seed, select_metric=select,
