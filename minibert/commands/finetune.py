@@ -83,9 +83,9 @@ tokens, BertForQuestionAnswering for qa). See docs/finetuning.md."""
                        help="fully random batches (default: batches of similar lengths, which saves padding)")
     model.add_argument("--seed", type=int, default=0, help="seed of the split, batch order, dropout, new head")
     qa = parser.add_argument_group("question answering (--task-type qa)")
-    qa.add_argument("--doc-stride", type=int, default=128, metavar="N",
+    qa.add_argument("--doc-stride", type=int, default=None, metavar="N",
                     help="a context longer than the window is cut into windows overlapping by N tokens (default "
-                         "128)")
+                         "min(128, a third of --max-length))")
     qa.add_argument("--max-answer-length", type=int, default=30, metavar="N",
                     help="longest answer, in tokens, that prediction considers (default 30)")
     out = parser.add_argument_group("output")

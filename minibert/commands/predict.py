@@ -53,8 +53,9 @@ output: one row per text with the predicted label, its probability (score) and t
     qa.add_argument("--context-file", metavar="FILE", help="read the context from a UTF-8 text file")
     qa.add_argument("--max-answer-length", type=int, default=30, metavar="N",
                     help="longest answer considered, in tokens (default 30)")
-    qa.add_argument("--doc-stride", type=int, default=128, metavar="N",
-                    help="overlap in tokens of the windows a long context is cut into (default 128)")
+    qa.add_argument("--doc-stride", type=int, default=None, metavar="N",
+                    help="overlap in tokens of the windows a long context is cut into (default: min(128, "
+                         "a third of --max-length))")
     qa.add_argument("--top-k", type=int, default=1, metavar="K", help="print the K best answers (default 1)")
 
 
