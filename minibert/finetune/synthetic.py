@@ -19,8 +19,9 @@ FIRST = ["Anna", "Boris", "Clara", "David", "Elena", "Farid", "Grace", "Hugo", "
          "Marco", "Nadia", "Oscar", "Paula", "Quentin", "Rosa", "Samir", "Tara", "Ulrich", "Vera", "Walter", "Yusuf"]
 LAST = ["Schmidt", "Okafor", "Lindqvist", "Moreau", "Tanaka", "Novak", "Garcia", "Kowalski", "Byrne", "Rossi",
         "Haddad", "Petrov", "Jensen", "Silva", "Dubois", "Weber"]
-CITIES = ["Paris", "Lagos", "Osaka", "Lima", "Oslo", "Cairo", "Denver", "Porto", "Leeds", "Hanoi", "Quito",
-          "Tunis", "Perth", "Graz", "Malmo", "Cork", "New York", "Buenos Aires", "Cape Town", "Kuala Lumpur"]
+# Multi-word names in both parts, so that inside words (I-LOC) occur in training and in eval.
+CITIES = ["Paris", "New York", "Lagos", "Osaka", "Lima", "Buenos Aires", "Oslo", "Cairo", "Denver", "Porto", "Leeds",
+          "Hanoi", "Quito", "Tunis", "Perth", "Graz", "Cape Town", "Malmo", "Kuala Lumpur", "Cork"]
 ORGS = ["Acme Corp", "Globex", "Initech", "Umbrella Labs", "Stark Industries", "Wayne Foods", "Hooli",
         "Vandelay Imports", "Soylent", "Cyberdyne Systems", "Tyrell Corporation", "Wonka Industries", "Aperture"]
 YEARS = [str(y) for y in range(1950, 2020)]
