@@ -20,8 +20,9 @@ FIRST = ["Anna", "Boris", "Clara", "David", "Elena", "Farid", "Grace", "Hugo", "
 LAST = ["Schmidt", "Okafor", "Lindqvist", "Moreau", "Tanaka", "Novak", "Garcia", "Kowalski", "Byrne", "Rossi",
         "Haddad", "Petrov", "Jensen", "Silva", "Dubois", "Weber"]
 # Multi-word names in both parts, so that inside words (I-LOC) occur in training and in eval.
-CITIES = ["Paris", "New York", "Lagos", "Osaka", "Lima", "Buenos Aires", "Oslo", "Cairo", "Denver", "Porto", "Leeds",
-          "Hanoi", "Quito", "Tunis", "Perth", "Graz", "Cape Town", "Malmo", "Kuala Lumpur", "Cork"]
+CITIES = ["Paris", "New York", "Lagos", "Osaka", "San Diego", "Lima", "Buenos Aires", "Oslo", "Hong Kong", "Cairo",
+          "Denver", "Rio de Janeiro", "Porto", "Leeds", "Addis Ababa", "Hanoi", "Tunis", "Perth",
+          "Graz", "Cape Town", "Malmo", "Kuala Lumpur", "Santa Fe", "Cork"]
 ORGS = ["Acme Corp", "Globex", "Initech", "Umbrella Labs", "Stark Industries", "Wayne Foods", "Hooli",
         "Vandelay Imports", "Soylent", "Cyberdyne Systems", "Tyrell Corporation", "Wonka Industries", "Aperture"]
 YEARS = [str(y) for y in range(1950, 2020)]
