@@ -44,8 +44,8 @@ def _prepare_squad(args, log):
 
 
 def run_qa(args) -> int:
-    from minibert.commands.finetune_setup import (apply_dropout, load_checked_tokenizer, make_log, setup_training,
-                                                  write_summary)
+    from minibert.commands.finetune_setup import (apply_dropout, load_checked_tokenizer, make_log, run_summary,
+                                                  setup_training, write_summary)
     from minibert.finetune.loading import load_for_finetuning, save_classifier
     from minibert.finetune.qa_features import build_windows
     from minibert.finetune.qa_predict import answer_questions
@@ -88,16 +88,11 @@ def run_qa(args) -> int:
     result = fit(model, encoded, lambda chosen, T: {"start_positions": starts[chosen], "end_positions": ends[chosen]},
                  lambda: evaluate("eval"), settings, pad_id, headline=("exact_match", "f1"),
                  on_best=lambda m, epoch, metrics: save_classifier(m, tokenizer, out), log=log)
-    summary = {
-        "task_type": "qa", "squad_version": "2.0" if v2 else "1.1", "model": args.model,
-        "checkpoint": str(checkpoint), "data": args.train, "out": str(out), "num_train": len(train),
-        "num_eval": len(eval_), "num_test": len(test) if test is not None else None,
-        "num_train_windows": len(windows["train"]), "doc_stride": stride,
-        "max_answer_length": args.max_answer_length,
-        "settings": {k: v for k, v in vars(settings).items() if k != "progress"},
-        "history": result["history"], "best_epoch": result["best_epoch"], "eval": result["best"], "test": None,
-        "train_time_s": result["train_time_s"],
-    }
+    summary = run_summary(args, "qa", checkpoint, out, settings, result,
+                          {"num_train": len(train), "num_eval": len(eval_),
+                           "num_test": len(test) if test is not None else None},
+                          squad_version="2.0" if v2 else "1.1", num_train_windows=len(windows["train"]),
+                          doc_stride=stride, max_answer_length=args.max_answer_length)
     if test is not None:
         summary["test"] = evaluate("test", "testing")
     split = "test" if test is not None else "eval"

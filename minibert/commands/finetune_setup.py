@@ -94,6 +94,16 @@ def held_out_split(n: int, fraction: float, seed: int, source) -> tuple[np.ndarr
     return np.sort(order[held:]), np.sort(order[:held])
 
 
+def run_summary(args, task_type, checkpoint, out, settings, result, counts: dict, **extra) -> dict:
+    """The metrics.json of a run: what was trained on what, every epoch, the best epoch's eval metrics."""
+    summary = {"task_type": task_type, "model": args.model, "checkpoint": str(checkpoint), "data": args.train,
+               "out": str(out), **counts, **extra,
+               "settings": {k: v for k, v in vars(settings).items() if k != "progress"},
+               "history": result["history"], "best_epoch": result["best_epoch"], "eval": result["best"],
+               "test": None, "train_time_s": result["train_time_s"]}
+    return summary
+
+
 def write_summary(args, out, summary: dict, started: float, log):
     from minibert.io.atomic import atomic_write_text
 

@@ -42,8 +42,8 @@ def _prepare_tagged(args, log):
 
 
 def run_tokens(args) -> int:
-    from minibert.commands.finetune_setup import (apply_dropout, load_checked_tokenizer, make_log, setup_training,
-                                                  write_summary)
+    from minibert.commands.finetune_setup import (apply_dropout, load_checked_tokenizer, make_log, run_summary,
+                                                  setup_training, write_summary)
     from minibert.finetune.loading import load_for_finetuning, save_classifier
     from minibert.finetune.ner_metrics import format_entity_report
     from minibert.finetune.tagging import encode_tagged, evaluate_tagger, padded_labels
@@ -79,14 +79,9 @@ def run_tokens(args) -> int:
     result = fit(model, encoded["train"].encoded, lambda chosen, T: {"labels": padded_labels(train_labels, chosen, T)},
                  lambda: evaluate("eval"), settings, pad_id, headline=("f1", "token_accuracy"),
                  on_best=lambda m, epoch, metrics: save_classifier(m, tokenizer, out), log=log)
-    summary = {
-        "task_type": "tokens", "model": args.model, "checkpoint": str(checkpoint), "data": args.train,
-        "out": str(out), "labels": tag_names, "num_train": len(train), "num_eval": len(eval_),
-        "num_test": len(test) if test is not None else None,
-        "settings": {k: v for k, v in vars(settings).items() if k != "progress"},
-        "history": result["history"], "best_epoch": result["best_epoch"], "eval": result["best"], "test": None,
-        "train_time_s": result["train_time_s"],
-    }
+    summary = run_summary(args, "tokens", checkpoint, out, settings, result,
+                          {"num_train": len(train), "num_eval": len(eval_),
+                           "num_test": len(test) if test is not None else None}, labels=tag_names)
     if test is not None:
         summary["test"] = evaluate("test", "testing")
     split = "test" if test is not None else "eval"

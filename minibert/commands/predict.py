@@ -89,6 +89,16 @@ def _write_jsonl(records) -> str:
     return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
 
 
+def checked_max_length(args, model, default: int, minimum: int) -> int:
+    """--max-length, or `default` cut to the model's positions; between `minimum` and the model's limit."""
+    limit = model.config.max_position_embeddings
+    max_length = args.max_length if args.max_length is not None else min(default, limit)
+    if not minimum <= max_length <= limit:
+        raise ValueError(f"--max-length {max_length} must be between {minimum} and the model's "
+                         f"max_position_embeddings ({limit})")
+    return max_length
+
+
 def _task_type(args) -> str:
     """--task-type, or what config.json's architectures say the model is."""
     if args.task_type != "auto":
@@ -147,11 +157,7 @@ def run(args) -> int:
     label_names = [model.id2label[i] for i in range(model.num_labels)]
     if examples.labels is not None:
         check_labels_known(examples, model.label2id, f"the model's labels ({checkpoint / 'config.json'})")
-    limit = model.config.max_position_embeddings
-    max_length = args.max_length if args.max_length is not None else min(128, limit)
-    if not 1 <= max_length <= limit:
-        raise ValueError(f"--max-length {max_length} must be between 1 and the model's max_position_embeddings "
-                         f"({limit})")
+    max_length = checked_max_length(args, model, default=128, minimum=1)
     tokenizer = load_tokenizer(tokenizer_dir)
 
     # ---- predict

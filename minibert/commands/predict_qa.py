@@ -9,6 +9,7 @@ from pathlib import Path
 
 
 def run_answer(args) -> int:
+    from minibert.commands.predict import checked_max_length
     from minibert.finetune.loading import load_classifier, load_tokenizer
     from minibert.finetune.model_source import resolve_model
     from minibert.finetune.qa_features import windows_of
@@ -28,11 +29,7 @@ def run_answer(args) -> int:
             raise ValueError(f"{name} must be at least 1, got {value}")
     checkpoint, tokenizer_dir = resolve_model(args.model)
     model = load_classifier(checkpoint, log=lambda m: print(m, file=sys.stderr), cls=BertForQuestionAnswering)
-    limit = model.config.max_position_embeddings
-    max_length = args.max_length if args.max_length is not None else min(384, limit)
-    if not 4 <= max_length <= limit:
-        raise ValueError(f"--max-length {max_length} must be between 4 and the model's max_position_embeddings "
-                         f"({limit})")
+    max_length = checked_max_length(args, model, default=384, minimum=4)
     tokenizer = load_tokenizer(tokenizer_dir)
     example = QAExample("question", args.question, context)
     stride = args.doc_stride if args.doc_stride is not None else min(128, max_length // 3)

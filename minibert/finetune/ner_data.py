@@ -12,7 +12,6 @@ file and line, found before any model is loaded.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -74,34 +73,26 @@ def read_conll(path) -> TaggedSentences:
 
 
 def read_tagged_jsonl(path, tokens_field: str = "tokens", tags_field: str = "tags") -> TaggedSentences:
-    path = Path(path)
-    words, tags, line_numbers = [], [], []
-    with open(path, encoding="utf-8-sig") as f:
-        for n, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise ValueError(f"{path}:{n}: not valid JSON ({e.msg}); expected one JSON object per line") from None
-            if not isinstance(row, dict) or not isinstance(row.get(tokens_field), list):
-                raise ValueError(f"{path}:{n}: expected an object with a list {tokens_field!r} (and {tags_field!r})")
-            sentence = row[tokens_field]
-            if not all(isinstance(w, str) for w in sentence):
-                raise ValueError(f"{path}:{n}: {tokens_field!r} must be a list of strings")
-            sentence_tags = row.get(tags_field)
-            if sentence_tags is not None:
-                if not isinstance(sentence_tags, list) or len(sentence_tags) != len(sentence):
-                    raise ValueError(f"{path}:{n}: {tags_field!r} must be a list as long as {tokens_field!r} "
-                                     f"({len(sentence)}), got {str(sentence_tags)[:60]}")
-                sentence_tags = [check_tag(str(t), f"{path}:{n}") for t in sentence_tags]
-            if sentence:
-                words.append(sentence)
-                tags.append(sentence_tags)
-                line_numbers.append(n)
+    from minibert.finetune.data import read_rows
+
+    words, tags = [], []
+    for n, row in enumerate(read_rows(path), start=1):
+        where = f"{path}: sentence {n}"
+        sentence = row.get(tokens_field)
+        if not isinstance(sentence, list) or not all(isinstance(w, str) for w in sentence):
+            raise ValueError(f"{where}: expected {tokens_field!r} as a list of strings (and {tags_field!r})")
+        sentence_tags = row.get(tags_field)
+        if sentence_tags is not None:
+            if not isinstance(sentence_tags, list) or len(sentence_tags) != len(sentence):
+                raise ValueError(f"{where}: {tags_field!r} must be a list as long as {tokens_field!r} "
+                                 f"({len(sentence)}), got {str(sentence_tags)[:60]}")
+            sentence_tags = [check_tag(str(t), where) for t in sentence_tags]
+        if sentence:
+            words.append(sentence)
+            tags.append(sentence_tags)
     labelled = [t is not None for t in tags]
     if any(labelled) and not all(labelled):
-        raise ValueError(f"{path}:{line_numbers[labelled.index(False)]}: no {tags_field!r} while other lines have "
+        raise ValueError(f"{path}: sentence {labelled.index(False) + 1} has no {tags_field!r} while others have "
                          f"them; label every sentence or none")
     return TaggedSentences(words, [iob1_to_iob2(t) for t in tags] if all(labelled) else None, str(path))
 

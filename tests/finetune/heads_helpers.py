@@ -29,3 +29,19 @@ def make_tiny_model_dir(path, seed=0, max_position_embeddings=64):
     BertForPreTraining(config, seed=seed).save_pretrained(path)
     tokenizer.save_pretrained(path)
     return path
+
+
+def run_cli_json(argv) -> dict:
+    """Run `minibert ARGV --json` (outside a test's capsys, e.g. in a module fixture) and parse its stdout."""
+    import io
+    import json
+    import sys
+
+    import pytest
+
+    from minibert.cli import main
+    with pytest.MonkeyPatch.context() as mp:
+        buffer = io.StringIO()
+        mp.setattr(sys, "stdout", buffer)
+        assert main(argv + ["--json", "--no-progress"]) == 0
+    return json.loads(buffer.getvalue())

@@ -1,14 +1,12 @@
 """`minibert finetune --task-type qa` and `minibert predict --question --context`, end to end on a tiny model,
 and the one-line errors of bad input."""
 
-import io
 import json
 import re
-import sys
 
 import pytest
 
-from heads_helpers import FIXTURES, make_tiny_model_dir
+from heads_helpers import FIXTURES, make_tiny_model_dir, run_cli_json
 from minibert.cli import main
 from minibert.finetune import synthetic
 
@@ -21,14 +19,10 @@ def reader(tmp_path_factory):  # ~4 s of CPU
     synthetic.write_squad(root / "train.json", synthetic.qa_paragraphs(300, seed=0, part="train"), "1.1")
     synthetic.write_squad(root / "eval.json", synthetic.qa_paragraphs(30, seed=1, part="train"), "1.1")
     out = root / "out"
-    argv = ["finetune", "--task-type", "qa", "--model", str(model), "--train", str(root / "train.json"),
-            "--eval", str(root / "eval.json"), "--epochs", "8", "--lr", "3e-3", "--batch-size", "16",
-            "--warmup-ratio", "0", "--out", str(out), "--json", "--no-progress"]
-    with pytest.MonkeyPatch.context() as mp:
-        buffer = io.StringIO()
-        mp.setattr(sys, "stdout", buffer)
-        assert main(argv) == 0
-    return root, out, json.loads(buffer.getvalue())
+    return root, out, run_cli_json([
+        "finetune", "--task-type", "qa", "--model", str(model), "--train", str(root / "train.json"), "--eval",
+        str(root / "eval.json"), "--epochs", "8", "--lr", "3e-3", "--batch-size", "16", "--warmup-ratio", "0",
+        "--out", str(out)])
 
 
 def test_reader_learns_and_saves(reader):

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from heads_helpers import FIXTURES, make_tiny_model_dir
+from heads_helpers import FIXTURES, make_tiny_model_dir, run_cli_json
 from minibert.cli import main
 from minibert.finetune import synthetic
 
@@ -27,16 +27,10 @@ def tagged(tmp_path_factory):
     synthetic.write_conll(root / "train.conll", *synthetic.ner_sentences(240, seed=0, part="train"))
     synthetic.write_tagged_jsonl(root / "eval.jsonl", *synthetic.ner_sentences(60, seed=1, part="train"))
     out = root / "out"
-    argv = ["finetune", "--task-type", "tokens", "--model", str(model), "--train", str(root / "train.conll"),
-            "--eval", str(root / "eval.jsonl"), "--epochs", "6", "--lr", "3e-3", "--batch-size", "16",
-            "--warmup-ratio", "0", "--out", str(out), "--json", "--no-progress"]
-    with pytest.MonkeyPatch.context() as mp:
-        import io
-        import sys
-        buffer = io.StringIO()
-        mp.setattr(sys, "stdout", buffer)
-        assert main(argv) == 0
-    return root, out, json.loads(buffer.getvalue())
+    return root, out, run_cli_json([
+        "finetune", "--task-type", "tokens", "--model", str(model), "--train", str(root / "train.conll"), "--eval",
+        str(root / "eval.jsonl"), "--epochs", "6", "--lr", "3e-3", "--batch-size", "16", "--warmup-ratio", "0",
+        "--out", str(out)])
 
 
 def test_tagger_learns(tagged):

@@ -55,10 +55,11 @@ def test_eval_tag_of_an_unknown_type_is_one_clear_line():
     ("bad_tag.conll", "EU ORG\n", r"bad_tag.conll:1: tag 'ORG' is not IOB"),
     ("bad_prefix.conll", "EU X-ORG\n", r"tag 'X-ORG' is not IOB"),
     ("empty.conll", "-DOCSTART- O\n\n", "no sentences"),
-    ("short.jsonl", json.dumps({"tokens": ["a", "b"], "tags": ["O"]}) + "\n", r"short.jsonl:1: 'tags' must be a list"),
+    ("short.jsonl", json.dumps({"tokens": ["a", "b"], "tags": ["O"]}) + "\n", r"short.jsonl: sentence 1: 'tags' must be a list"),
     ("notjson.jsonl", "{oops\n", r"notjson.jsonl:1: not valid JSON"),
     ("mixed.jsonl", json.dumps({"tokens": ["a"], "tags": ["O"]}) + "\n" + json.dumps({"tokens": ["b"]}) + "\n",
-     r"mixed.jsonl:2: no 'tags'"),
+     r"mixed.jsonl: sentence 2 has no 'tags'"),
+    ("words.jsonl", json.dumps({"words": ["a"]}) + "\n", r"words.jsonl: sentence 1: expected 'tokens' as a list"),
     ("words.csv", "a,b\n", "unknown file type '.csv'"),
 ])
 def test_bad_files(tmp_path, name, text, message):

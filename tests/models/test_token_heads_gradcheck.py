@@ -4,32 +4,10 @@ differences, with dropout on, padding, a second segment and ignored labels/posit
 import numpy as np
 import pytest
 
+from gradcheck import check_model_gradients
 from minibert.models.question_answering import BertForQuestionAnswering
 from minibert.models.token_classification import BertForTokenClassification
 from test_classification_gradcheck import batch, tiny_config
-
-
-def check_gradients(model, loss_fn, samples_per_param=3, eps=1e-6):
-    """loss_fn(model) runs a forward with targets and returns the loss; the dropout stream is reset each time."""
-    def loss():
-        model.rng = np.random.default_rng(5)  # the same dropout masks on every call
-        return loss_fn(model)
-
-    rng = np.random.default_rng(1)
-    model.zero_grad()
-    loss()
-    model.backward()
-    for name, p in model.params.items():
-        flat, grad = p.reshape(-1), model.grads[name].reshape(-1)
-        for i in rng.choice(flat.size, size=min(samples_per_param, flat.size), replace=False):
-            old = flat[i]
-            flat[i] = old + eps
-            plus = loss()
-            flat[i] = old - eps
-            minus = loss()
-            flat[i] = old
-            numeric = (plus - minus) / (2 * eps)
-            assert abs(numeric - grad[i]) <= 1e-6 + 1e-4 * abs(numeric), (name, i, numeric, grad[i])
 
 
 def dropout_config():
@@ -45,7 +23,7 @@ def test_token_classification_gradients():
     labels[mask == 0] = -100  # padding
     labels[:, 0] = -100  # [CLS]
     labels[0, 3] = -100  # a non-first word piece
-    check_gradients(model, lambda m: m.forward(ids, types, mask, labels=labels).loss)
+    check_model_gradients(model, lambda m: m.forward(ids, types, mask, labels=labels).loss)
 
 
 def test_question_answering_gradients():
@@ -54,7 +32,7 @@ def test_question_answering_gradients():
     ids, types, mask = batch(np.random.default_rng(0))
     # Row 2's end lies beyond the sequence: clipped to T, ignored (only its start counts).
     start, end = np.array([1, 4, 0]), np.array([2, 5, 99])
-    check_gradients(model, lambda m: m.forward(ids, types, mask, start_positions=start, end_positions=end).loss)
+    check_model_gradients(model, lambda m: m.forward(ids, types, mask, start_positions=start, end_positions=end).loss)
 
 
 def test_all_ignored_gives_zero_loss_and_zero_head_gradient():
