@@ -1,7 +1,9 @@
 """minibert finetune: train a text classifier (BERT + one linear layer) on a labelled CSV/TSV/JSONL file.
 
 Every input is checked before the model is loaded; the best epoch's checkpoint (by eval accuracy) is kept in
---out together with metrics.json and a confusion-matrix PNG.
+--out together with metrics.json and a confusion-matrix PNG. `--task-type tokens` (a word tagger, NER) and
+`--task-type qa` (extractive question answering) run from finetune_tokens.py and finetune_qa.py, with the same
+settings, checks and training loop (finetune_setup.py, minibert/finetune/train.py).
 """
 
 from __future__ import annotations
@@ -21,7 +23,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.description = (
         "Fine-tune a pre-trained BERT as a text classifier: the [CLS] vector goes through the pooler and one new\n"
-        "linear layer, and every weight is trained (BERT's recipe), in NumPy.")
+        "linear layer, and every weight is trained (BERT's recipe), in NumPy. --task-type tokens tags every word\n"
+        "instead (NER: CoNLL or JSONL files, entity-level F1); --task-type qa finds the answer span of a question\n"
+        "in a paragraph (SQuAD v1.1/v2.0 JSON, exact match and F1).")
     parser.epilog = """examples:
   minibert finetune --model minilm --train reviews.csv --text-column review --label-column stars --out runs/stars
   minibert finetune --model runs/mini --train nli.jsonl --text-column premise --text-pair-column hypothesis \\

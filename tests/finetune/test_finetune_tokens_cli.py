@@ -57,6 +57,14 @@ def test_predict_words_and_spans(tagged, capsys):
     assert [(e["type"], e["text"]) for e in record["entities"]] == [("ORG", "Stark Industries"), ("PER", "Anna")]
 
 
+def test_predict_refuses_what_a_tagger_cannot_do(tagged, capsys):
+    root, out, _ = tagged
+    assert main(["predict", "--model", str(out), "--question", "Who?", "--context", "Anna left."]) == 2
+    assert "--question/--context are for question answering models" in capsys.readouterr().err
+    assert main(["predict", "--model", str(out), "Anna left.", "--output", str(root / "tags.csv")]) == 2
+    assert "a tagger writes JSONL" in capsys.readouterr().err
+
+
 def test_hand_written_fixtures_train_for_one_epoch(tmp_path, capsys):
     model = make_tiny_model_dir(tmp_path / "model")
     out = tmp_path / "out"
