@@ -60,13 +60,7 @@ def check_model_gradients(model, loss_fn, samples_per_param=3, eps=1e-6, dropout
     loss()
     model.backward()
     for name, p in model.params.items():
-        flat, grad = p.reshape(-1), model.grads[name].reshape(-1)
-        for i in rng.choice(flat.size, size=min(samples_per_param, flat.size), replace=False):
-            old = flat[i]
-            flat[i] = old + eps
-            plus = loss()
-            flat[i] = old - eps
-            minus = loss()
-            flat[i] = old
-            numeric = (plus - minus) / (2 * eps)
+        grad = model.grads[name].reshape(-1)
+        chosen = rng.choice(p.size, size=min(samples_per_param, p.size), replace=False)
+        for i, numeric in numeric_grad(loss, p, chosen, eps).items():
             assert abs(numeric - grad[i]) <= 1e-6 + 1e-4 * abs(numeric), (name, i, numeric, grad[i])
