@@ -1,5 +1,6 @@
 """minibert predict on a question answering model: the answer to --question in --context (or --context-file),
-as the text span with its score (start + end logit), and with --json its character offsets."""
+as the text span with its score (start + end logit), and with --json its character offsets and the "no answer"
+([CLS]) score, which a SQuAD 2.0 model raises above every span when the context holds no answer."""
 
 from __future__ import annotations
 
@@ -37,13 +38,16 @@ def run_answer(args) -> int:
                          where="--question")
     results, _ = answer_questions(model, [example], windows, tokenizer.pad_token_id, args.max_answer_length,
                                   k=args.top_k)
-    answers = results[0]["answers"]
+    answers, null_score = results[0]["answers"], results[0]["null_score"]
+    # A model fine-tuned on SQuAD 2.0 says "no answer" by scoring [CLS] above every span.
+    no_answer = not answers or null_score > answers[0]["score"]
     if args.json:
-        print(json.dumps({"question": args.question, "answers": answers, "null_score": results[0]["null_score"]},
-                         ensure_ascii=False))
+        print(json.dumps({"question": args.question, "answers": answers, "null_score": null_score,
+                          "no_answer_scores_higher": no_answer}, ensure_ascii=False))
     else:
         for a in answers:
             print(f"{a['text']}\t{a['score']:.3f}")
-        if not answers:
-            print("(no answer span found)", file=sys.stderr)
+        if no_answer:
+            print(f"note: the no-answer score ({null_score:.3f}) is higher than every span's: a model fine-tuned on "
+                  f"SQuAD 2.0 means 'no answer in the context'", file=sys.stderr)
     return 0
