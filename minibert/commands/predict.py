@@ -132,6 +132,9 @@ def run(args) -> int:
     if task_type == "tokens":
         if bool(args.texts) == bool(args.input):
             raise ValueError("give texts as arguments or --input FILE (one of the two)")
+        if args.label_column or args.text_pair_column:
+            raise ValueError("--label-column and --text-pair-column are for text classifiers; score a tagger with "
+                             "'minibert finetune --task-type tokens --eval FILE'")
         if args.output and file_format(Path(args.output)) != "jsonl":
             raise ValueError(f"--output {args.output}: a tagger writes JSONL (one object per text); use .jsonl")
         texts = load_examples(args.input, args.text_column).texts if args.input else list(args.texts)

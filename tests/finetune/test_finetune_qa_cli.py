@@ -46,6 +46,7 @@ def test_predict_answers_with_a_span_of_the_context(reader, capsys):
     assert 1 <= len(answers) <= 3 and answers[0]["score"] >= answers[-1]["score"]
     for a in answers:
         assert context[a["start"]:a["end"]] == a["text"]
+    assert result["no_answer_scores_higher"] == (result["null_score"] > answers[0]["score"])
     assert main(["predict", "--model", str(out), "--question", "Where was Globex founded?", "--context",
                  context]) == 0
     text, score = capsys.readouterr().out.splitlines()[0].split("\t")

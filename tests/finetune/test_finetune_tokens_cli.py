@@ -63,6 +63,8 @@ def test_predict_refuses_what_a_tagger_cannot_do(tagged, capsys):
     assert "--question/--context are for question answering models" in capsys.readouterr().err
     assert main(["predict", "--model", str(out), "Anna left.", "--output", str(root / "tags.csv")]) == 2
     assert "a tagger writes JSONL" in capsys.readouterr().err
+    assert main(["predict", "--model", str(out), "Anna left.", "--label-column", "tags"]) == 2
+    assert "are for text classifiers" in capsys.readouterr().err
 
 
 def test_hand_written_fixtures_train_for_one_epoch(tmp_path, capsys):
