@@ -49,11 +49,11 @@ def main():
     import transformers
 
     from minibert.commands.pretrain import _given
-    from minibert.data.examples import ExampleStream
     from minibert.data.prepare import prepare_data
     from minibert.models import BertForPreTraining
     from minibert.training.budget import make_plan, replan
-    from minibert.training.pretrain import MASKING_STREAM, masked_batch, model_config, recipe_parts, sequence_length
+    from minibert.training.pretrain import (MASKING_STREAM, masked_batch, model_config, recipe_parts, sequence_length,
+                                           training_stream)
     from minibert.training.settings import PretrainSettings
 
     if args.threads:
@@ -70,8 +70,7 @@ def main():
     seq_len = sequence_length(settings, config)
     init = BertForPreTraining(config, seed=settings.seed)  # minibert's initial weights, for identical starts
     masker, eval_batches = recipe_parts(settings, init, data, seq_len)[:2]
-    stream = ExampleStream(data.train_documents, settings.objective, seq_len, settings.seed, tok.cls_token_id,
-                           tok.sep_token_id, settings.short_seq_prob, fill=settings.packing == "full")
+    stream = training_stream(settings, data, seq_len)  # the same batches as minibert pretrain's
 
     hf_config = transformers.BertConfig(**{k: v for k, v in config.to_dict().items() if k != "model_type"})
     model = transformers.BertForMaskedLM(hf_config)

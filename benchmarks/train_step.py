@@ -31,6 +31,9 @@ def parse_args():
                    help="BLAS/torch threads for every contender (default: OPENBLAS_NUM_THREADS or all cores)")
     p.add_argument("--steps", type=int, default=10, help="timed steps per contender (after 3 warm-up steps)")
     p.add_argument("--no-hf", action="store_true", help="skip the full Hugging Face model (a)")
+    p.add_argument("--batch", type=int, nargs=2, default=None, metavar=("B", "T"),
+                   help="batch shape for every config (default: mini 32 x 64, base 8 x 128; minibert pretrain's "
+                        "default run is 16 x 64)")
     return p.parse_args()
 
 
@@ -176,7 +179,7 @@ def main():
     print(f"float32 matmul peak (2048 x 2048 sgemm, {args.threads} threads): {peak:.1f} GFLOP/s")
     for name in args.configs:
         cfg = BertConfig.preset(name, hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1)
-        B, T = SHAPES[name]
+        B, T = args.batch or SHAPES[name]
         batch = make_batch(cfg, B, T)
         M = int((batch[3] != -100).sum())
         contenders = {"minibert (numpy)": minibert_steps(cfg, batch),

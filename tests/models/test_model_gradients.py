@@ -102,3 +102,24 @@ def test_gradients_accumulate_and_zero():
         np.testing.assert_allclose(model.grads[k], 1.5 * once[k], rtol=1e-10, atol=1e-14)
     model.zero_grad()
     assert all(not g.any() for g in model.grads.values())
+
+
+def test_pretraining_gradient_with_separate_mlm_and_nsp_weights():
+    # backward(loss_scale=a, mlm_scale=b) is d(b * mlm_loss + a * nsp_loss): data-parallel training weights
+    # each rank's MLM loss by its share of the masked tokens and its NSP loss by 1 / ranks.
+    cfg = tiny_config(hidden_act="gelu_new", hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    rng = np.random.default_rng(5)
+    model = BertForPreTraining(cfg, seed=3, dtype=np.float64)
+    _perturb(model, rng)
+    ids, types, mask, labels = batch(cfg, rng)
+    nsl = np.array([1, 0])
+    a, b = 0.5, 0.3
+
+    def loss():
+        out = model.forward(ids, types, mask, labels=labels, next_sentence_label=nsl)
+        return b * out.mlm_loss + a * out.nsp_loss
+
+    model.forward(ids, types, mask, labels=labels, next_sentence_label=nsl)
+    model.backward(loss_scale=a, mlm_scale=b)
+    for name, p in model.params.items():
+        assert check_grad(loss, p, model.grads[name], rng=rng, max_entries=8) < TOL, name

@@ -49,10 +49,11 @@ def test_a_correction_keeps_the_learning_rate_continuous():
 def test_a_slow_first_measurement_is_corrected_from_the_real_steps(tmp_path, monkeypatch):
     monkeypatch.setenv("MINIBERT_CACHE", str(tmp_path / "cache"))
     corpus = write_corpus(tmp_path / "c.txt", synthetic_documents(60))
-    # The machine looked busy while the first steps were timed: 0.2 s a step, far slower than real.
-    monkeypatch.setattr(pretrain_module, "measure_step_seconds", lambda *a, **k: 0.2)
+    # The machine looked busy while the first steps were timed: 0.4 s a step, far slower than real (a tiny step
+    # takes milliseconds, and well under 0.4 s even on a machine loaded 10 deep). 6 s then plan ~15 steps.
+    monkeypatch.setattr(pretrain_module, "measure_step_seconds", lambda *a, **k: 0.4)
     lines = []
-    settings = tiny_settings(corpus, tmp_path / "runs", steps=None, minutes=0.06, batch_size=4, eval_examples=8,
+    settings = tiny_settings(corpus, tmp_path / "runs", steps=None, minutes=0.1, batch_size=4, eval_examples=8,
                              log_every=5)
     summary = pretrain(settings, log=lines.append)
     first = int(re.search(r"; ([\d,]+) steps \(for now", "\n".join(lines)).group(1))

@@ -1,0 +1,275 @@
+"""Data-parallel pre-training under mpiexec (minibert/training/distributed.py).
+
+The runs that need MPI are skipped, with the install hint, where mpi4py or its mpiexec is missing; the tests of
+what happens without MPI always run.
+"""
+
+import importlib.util
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from minibert.cli import main
+from minibert.io.safetensors_io import load_safetensors
+from minibert.training.distributed import INSTALL_HINT, LocalCommunicator, communicator, rank_share
+from minibert.training.metrics import read_metrics
+from minibert.training.pretrain import pretrain
+from minibert.training.run_dir import latest_checkpoint
+from minibert.training.settings import PretrainSettings
+from pretrain_helpers import synthetic_documents, tiny_settings, write_corpus
+
+ROOT = Path(__file__).resolve().parents[2]
+DRIVER = ROOT / "tests" / "helpers" / "mpi_pretrain_driver.py"
+# Seconds for one mpiexec job. A job takes 1-5 s, but niced on a 2-core machine under load 15 it got ~5% of a
+# core and took 30 s: the limits only have to catch a hang (a job that would never end).
+TIMEOUT = 300
+PROBE_TIMEOUT = 120
+
+
+def find_mpiexec():
+    """The mpiexec installed with the mpich wheel next to this Python (it matches mpi4py), else one on PATH."""
+    beside = Path(sysconfig.get_path("scripts")) / "mpiexec"
+    return str(beside) if beside.exists() else shutil.which("mpiexec")
+
+
+def run_job(command, timeout=TIMEOUT, env=None):
+    """Run an mpiexec job in its own process group; past `timeout` the whole group (mpiexec, its proxies and
+    every rank) is killed and the test fails: a hang must not outlive the test."""
+    job = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           start_new_session=True)
+    try:
+        stdout, stderr = job.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(job.pid, signal.SIGKILL)
+        job.communicate()
+        raise
+    return subprocess.CompletedProcess(command, job.returncode, stdout, stderr)
+
+
+def why_no_mpi():
+    """None when mpiexec starts 2 ranks that mpi4py sees as one job; else why not (the reason to skip)."""
+    if MPIEXEC is None or importlib.util.find_spec("mpi4py") is None:
+        return f"MPI is not installed: {INSTALL_HINT}"
+    try:
+        probe = run_job([MPIEXEC, "-n", "2", sys.executable, "-c", "from mpi4py import MPI; c = MPI.COMM_WORLD; "
+                         "n = c.allreduce(1); print(n) if c.rank == 0 else None"], timeout=PROBE_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        return f"{MPIEXEC} -n 2 did not start 2 ranks in {PROBE_TIMEOUT} s; {INSTALL_HINT}"
+    if probe.stdout.split() != ["2"]:  # e.g. an mpiexec of another MPI than mpi4py's: 2 jobs of 1 rank
+        return f"{MPIEXEC} does not start 2 mpi4py ranks ({probe.stderr.strip()[-200:]!r}); {INSTALL_HINT}"
+    return None
+
+
+MPIEXEC = find_mpiexec()
+NO_MPI = why_no_mpi()
+requires_mpi = pytest.mark.skipif(NO_MPI is not None, reason=str(NO_MPI))
+
+# Two ranks and one process add the same float32 numbers in a different order (each rank sums its rows' part
+# of the gradient, then the Allreduce adds the parts; each rank's MLM loss is weighted by its share of the
+# masked tokens), so losses and weights agree to float32 rounding, not bit for bit. Measured on these runs:
+# losses within 4e-7 relative, weights within 2e-7 absolute after 6 AdamW steps at lr 1e-3. The bounds below
+# leave a 25-100x margin for other BLAS builds, and stay 100x below a real mistake: weighting each rank's MLM
+# loss 1/2 instead of by its masked-token share moves the losses by 4e-3 and the weights by 5e-3.
+LOSS_RTOL = 1e-5
+WEIGHT_ATOL = 2e-5
+OPTIONS = dict(config="tiny", seq_len=32, batch_size=8, grad_accum=2, steps=6, objective="mlm+nsp",
+               eval_examples=16, log_every=1, eval_every=3, save_every=3)
+
+
+@pytest.fixture
+def corpus(tmp_path, monkeypatch):
+    monkeypatch.setenv("MINIBERT_CACHE", str(tmp_path / "cache"))
+    return write_corpus(tmp_path / "c.txt", synthetic_documents(80))
+
+
+def mpi_env():
+    paths = [str(ROOT), str(ROOT / "tests" / "helpers"), os.environ.get("PYTHONPATH", "")]
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in paths if p), "OPENBLAS_NUM_THREADS": "1",
+            "OMP_NUM_THREADS": "1"}
+
+
+def mpirun(n, *args, timeout=TIMEOUT):
+    return run_job([MPIEXEC, "-n", str(n), sys.executable, *map(str, args)], timeout, mpi_env())
+
+
+def driver(n, settings, tmp_path, *extra):
+    path = tmp_path / f"{settings.name}.json"
+    path.write_text(json.dumps(settings.to_dict()))
+    return mpirun(n, DRIVER, path, *extra)
+
+
+def cli_args(corpus, runs, name, **options):
+    """`minibert pretrain` arguments for the settings tiny_settings(corpus, runs, name=name, **options) makes."""
+    args = ["-m", "minibert", "pretrain", "--corpus", corpus, "--vocab-size", 120, "--runs-dir", runs,
+            "--name", name, "--eval-fraction", 0.05, "--lr", 2e-3, "--warmup", 0.1, "--no-plot", "--no-examples",
+            "--quiet"]
+    for key, value in options.items():
+        args += [f"--{key.replace('_', '-')}", value]
+    return args
+
+
+def weights(run, step):
+    return load_safetensors(Path(run) / "checkpoints" / f"step-{step:06d}" / "model.safetensors")
+
+
+def comparable(records):
+    return [{k: v for k, v in r.items() if k not in ("tokens_per_s", "elapsed")} for r in records]
+
+
+@requires_mpi
+def test_two_ranks_train_like_one_process_with_the_same_global_batch(corpus, tmp_path):
+    runs = tmp_path / "runs"
+    pretrain(tiny_settings(corpus, runs, name="one", **OPTIONS), log=lambda *a: None)
+    result = mpirun(2, *cli_args(corpus, runs, "two", **OPTIONS))
+    assert result.returncode == 0, result.stderr
+    # Rank 0 alone speaks: one summary, and one metrics line per step and split.
+    assert result.stdout.count("done: 6 steps") == 1 and "rank 1" not in result.stdout + result.stderr
+    settings = [PretrainSettings.from_dict(json.loads((runs / name / "settings.json").read_text()))
+                for name in ("one", "two")]
+    assert settings[0].differences(settings[1]) == []  # the same run, but for the number of processes
+    one, two = read_metrics(runs / "one" / "metrics.jsonl"), read_metrics(runs / "two" / "metrics.jsonl")
+    assert [(r["step"], r["split"]) for r in one] == [(r["step"], r["split"]) for r in two]
+    for a, b in zip(one, two):
+        for key, value in a.items():
+            if key in ("tokens_per_s", "elapsed"):
+                continue
+            if isinstance(value, float):
+                assert b[key] == pytest.approx(value, rel=LOSS_RTOL, abs=1e-12), (a["step"], a["split"], key)
+            else:  # step, counts, accuracy numerators: exact
+                assert b[key] == value, (a["step"], a["split"], key)
+    wa, wb = weights(runs / "one", 6), weights(runs / "two", 6)
+    assert max(float(np.abs(wa[k] - wb[k]).max()) for k in wa) < WEIGHT_ATOL
+    w3 = weights(runs / "one", 3)  # the weights move far more than the tolerance in three steps
+    assert max(float(np.abs(wa[k] - w3[k]).max()) for k in wa) > 100 * WEIGHT_ATOL
+    summary = json.loads((runs / "two" / "summary.json").read_text())
+    assert summary["ranks"] == 2 and summary["allreduce_bytes_per_step"] == 4 * sum(w.size for w in wa.values())
+
+
+@pytest.fixture(scope="module")
+def straight_two_rank_run(tmp_path_factory):
+    """A 2-rank run with dropout (each rank its own masks) that dumps each rank's final weights."""
+    if NO_MPI:
+        pytest.skip(NO_MPI)
+    tmp = tmp_path_factory.mktemp("straight")
+    corpus = write_corpus(tmp / "c.txt", synthetic_documents(80))
+    settings = tiny_settings(corpus, tmp / "runs", name="straight", **RESUME_OPTIONS)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("MINIBERT_CACHE", str(tmp / "cache"))
+        result = driver(2, settings, tmp, "--dump", tmp)
+    assert result.returncode == 0, result.stderr
+    return tmp, corpus
+
+
+RESUME_OPTIONS = dict(OPTIONS, steps=10, dropout=0.1, save_every=4, eval_every=5, keep_checkpoints=0,
+                      whole_word_mask=True)
+
+
+@requires_mpi
+def test_ranks_hold_bit_identical_weights(straight_two_rank_run):
+    tmp, _ = straight_two_rank_run
+    w0, w1 = load_safetensors(tmp / "rank0.safetensors"), load_safetensors(tmp / "rank1.safetensors")
+    assert w0.keys() == w1.keys()
+    assert all(np.array_equal(w0[k], w1[k]) for k in w0)
+    final = weights(tmp / "runs" / "straight", 10)
+    assert all(np.array_equal(w0[k], final[k]) for k in w0)
+
+
+@requires_mpi
+def test_a_killed_rank_ends_the_job_and_the_run_resumes_exactly(straight_two_rank_run, tmp_path, monkeypatch):
+    tmp, corpus = straight_two_rank_run
+    monkeypatch.setenv("MINIBERT_CACHE", str(tmp / "cache"))
+    runs = tmp_path / "runs"
+    # Rank 1 dies (SIGKILL) in step 6, after the checkpoint of step 4: mpiexec must end, not hang (timeout).
+    crashed = driver(2, tiny_settings(corpus, runs, name="crashed", **RESUME_OPTIONS), tmp_path, "--fail", "6:1:kill")
+    assert crashed.returncode != 0
+    assert latest_checkpoint(runs / "crashed").name == "step-000004"
+    result = mpirun(2, "-m", "minibert", "pretrain", "--resume", runs / "crashed", "--quiet", "--no-examples")
+    assert result.returncode == 0, result.stderr
+    straight = tmp / "runs" / "straight"
+    a, b = read_metrics(straight / "metrics.jsonl"), read_metrics(runs / "crashed" / "metrics.jsonl")
+    assert comparable(a) == comparable(b)  # every loss, accuracy, lr: bit for bit
+    wa, wb = weights(straight, 10), weights(runs / "crashed", 10)
+    assert all(np.array_equal(wa[k], wb[k]) for k in wa)
+
+
+@requires_mpi
+def test_an_exception_on_one_rank_ends_every_rank(corpus, tmp_path):
+    runs = tmp_path / "runs"
+    settings = tiny_settings(corpus, runs, name="failing", **dict(OPTIONS, save_every=2))
+    result = driver(2, settings, tmp_path, "--fail", "3:1:raise")  # rank 0 is then waiting in the Allreduce
+    assert result.returncode != 0
+    assert "driver (rank 1 of 2): error: injected failure in step 3; ending all ranks" in result.stderr
+    assert latest_checkpoint(runs / "failing").name == "step-000002"
+    # The checkpoint left behind is complete: it resumes (here in one process: a different rank count is fine).
+    assert main(["pretrain", "--resume", str(runs / "failing"), "--quiet", "--no-examples"]) == 0
+    assert latest_checkpoint(runs / "failing").name == "step-000006"
+
+
+@requires_mpi
+def test_weights_that_differ_between_ranks_are_reported(tmp_path):
+    script = tmp_path / "diverge.py"
+    script.write_text(
+        "import numpy as np\n"
+        "from minibert.training.distributed import communicator\n"
+        "comm = communicator()\n"
+        "w = np.ones(1000, dtype=np.float32)\n"
+        "comm.check_identical(w, 'the weights after step 1')\n"
+        "w[17] = np.nextafter(w[17], np.float32(2)) if comm.rank == 1 else w[17]  # one bit on one rank\n"
+        "with comm.abort_on_error('check'):\n"
+        "    comm.check_identical(w, 'the weights after step 2')\n")
+    result = mpirun(2, script)
+    assert result.returncode != 0
+    assert "the weights after step 2 differ between the 2 ranks" in result.stderr
+    assert "step 1" not in result.stderr
+
+
+# ---- without MPI: these always run
+
+
+def test_mpiexec_without_mpi4py_gives_the_install_hint(corpus, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("PMI_SIZE", "2")  # what MPICH's mpiexec sets in each process it starts
+    monkeypatch.setitem(sys.modules, "mpi4py", None)  # import mpi4py now fails, as if not installed
+    with pytest.raises(ImportError, match=r"PMI_SIZE=2.*mpi4py is not installed: pip install 'minibert\[mpi\]'"):
+        communicator()
+    assert main(["pretrain", "--corpus", str(corpus), "--runs-dir", str(tmp_path / "runs"), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "pip install 'minibert[mpi]'" in err
+    assert not (tmp_path / "runs").exists()
+
+
+def test_single_launches_and_batch_scripts_stay_one_process(monkeypatch):
+    for name in ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "MV2_COMM_WORLD_SIZE", "SLURM_STEP_NUM_TASKS"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("SLURM_NTASKS", "8")  # an sbatch script outside srun: not a parallel launch
+    monkeypatch.setenv("PMI_SIZE", "1")  # mpiexec -n 1
+    monkeypatch.setitem(sys.modules, "mpi4py", None)
+    assert isinstance(communicator(), LocalCommunicator)
+
+
+class ThreeRanks(LocalCommunicator):
+    rank, size = 1, 3
+
+
+def test_a_global_batch_that_the_ranks_cannot_share_is_refused(corpus, tmp_path):
+    with pytest.raises(ValueError, match=r"--batch-size 8 .* divisible by the number of ranks \(3\)"):
+        pretrain(tiny_settings(corpus, tmp_path / "runs", batch_size=8), comm=ThreeRanks())
+    assert not (tmp_path / "runs").exists()
+
+
+def test_rank_share_takes_disjoint_rows_and_drops_unneeded_padding():
+    lengths = [3, 5, 2, 4, 6, 1]  # rows of a global batch padded to 6 columns
+    mask = np.array([[1] * n + [0] * (6 - n) for n in lengths])
+    batch = {"input_ids": np.arange(36).reshape(6, 6), "attention_mask": mask, "next_sentence_label": np.arange(6)}
+    parts = [rank_share(batch, r, 3) for r in range(3)]
+    assert [p["next_sentence_label"].tolist() for p in parts] == [[0, 1], [2, 3], [4, 5]]
+    assert [p["input_ids"].shape for p in parts] == [(2, 5), (2, 4), (2, 6)]
+    assert np.array_equal(parts[1]["input_ids"], batch["input_ids"][2:4, :4])
+    assert rank_share(batch, 0, 1) is batch
