@@ -10,10 +10,12 @@ from minibert._malloc import keep_freed_memory  # called by the CLI and benchmar
 
 from minibert.config import BertConfig
 from minibert.models import BertForMaskedLM, BertForPreTraining, BertForSequenceClassification, BertModel
+from minibert.models import BertForQuestionAnswering, BertForTokenClassification
 from minibert.optim import AdamW, clip_grad_norm, linear_warmup_decay
 from minibert.tokenizer import WordPieceTokenizer, train_wordpiece
 from minibert.embeddings import SentenceEncoder, encode_sentences
 
-__all__ = ["BertConfig", "BertModel", "BertForSequenceClassification", "BertForPreTraining", "BertForMaskedLM", "AdamW", "clip_grad_norm",
+__all__ = ["BertConfig", "BertModel", "BertForSequenceClassification", "BertForPreTraining", "BertForMaskedLM",
+           "BertForTokenClassification", "BertForQuestionAnswering", "AdamW", "clip_grad_norm",
            "linear_warmup_decay", "keep_freed_memory", "WordPieceTokenizer", "train_wordpiece",
            "SentenceEncoder", "encode_sentences"]

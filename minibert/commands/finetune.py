@@ -1,7 +1,9 @@
 """minibert finetune: train a text classifier (BERT + one linear layer) on a labelled CSV/TSV/JSONL file.
 
 Every input is checked before the model is loaded; the best epoch's checkpoint (by eval accuracy) is kept in
---out together with metrics.json and a confusion-matrix PNG.
+--out together with metrics.json and a confusion-matrix PNG. `--task-type tokens` (a word tagger, NER) and
+`--task-type qa` (extractive question answering) run from finetune_tokens.py and finetune_qa.py, with the same
+settings, checks and training loop (finetune_setup.py, minibert/finetune/train.py).
 """
 
 from __future__ import annotations
@@ -21,18 +23,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.description = (
         "Fine-tune a pre-trained BERT as a text classifier: the [CLS] vector goes through the pooler and one new\n"
-        "linear layer, and every weight is trained (BERT's recipe), in NumPy.")
+        "linear layer, and every weight is trained (BERT's recipe), in NumPy. --task-type tokens tags every word\n"
+        "instead (NER: CoNLL or JSONL files, entity-level F1); --task-type qa finds the answer span of a question\n"
+        "in a paragraph (SQuAD v1.1/v2.0 JSON, exact match and F1).")
     parser.epilog = """examples:
   minibert finetune --model minilm --train reviews.csv --text-column review --label-column stars --out runs/stars
   minibert finetune --model runs/mini --train nli.jsonl --text-column premise --text-pair-column hypothesis \\
       --label-column label --eval dev.jsonl --out runs/nli
   minibert finetune --task drug-reviews --model minilm --baseline --out runs/drugs
+  minibert finetune --task-type tokens --train eng.train --eval eng.testa --test eng.testb --out runs/ner
+  minibert finetune --task-type qa --train train-v1.1.json --eval dev-v1.1.json --out runs/squad
 
 --out then holds the best checkpoint (config.json with id2label/label2id, model.safetensors, vocab.txt),
 metrics.json and confusion_matrix.png; 'minibert predict --model OUT' uses it, and so does
-transformers.BertForSequenceClassification.from_pretrained(OUT)."""
+transformers.BertForSequenceClassification.from_pretrained(OUT) (BertForTokenClassification for --task-type
+tokens, BertForQuestionAnswering for qa). See docs/finetuning.md."""
+    parser.add_argument("--task-type", choices=("sequence", "tokens", "qa"), default="sequence",
+                        help="sequence: one label per text (default); tokens: a tag per word, NER (--train is a "
+                             "CoNLL or JSONL file); qa: extractive question answering (--train is SQuAD JSON)")
     data = parser.add_argument_group("data")
-    data.add_argument("--train", metavar="FILE", help="labelled training examples: .csv, .tsv or .jsonl")
+    data.add_argument("--train", metavar="FILE", help="labelled training examples: .csv, .tsv or .jsonl (tokens: "
+                      "CoNLL or .jsonl with tokens/tags; qa: SQuAD v1.1/v2.0 .json)")
     data.add_argument("--task", choices=("wiki-topics", "drug-reviews"),
                       help="a built-in task instead of --train (fixed-seed train/eval/test splits; see "
                            "docs/finetuning.md)")
@@ -69,11 +80,18 @@ transformers.BertForSequenceClassification.from_pretrained(OUT)."""
     model.add_argument("--dropout", type=float, metavar="P",
                        help="dropout of the body and the classifier while fine-tuning (default: the checkpoint's "
                             "hidden_dropout_prob, attention_probs_dropout_prob)")
-    model.add_argument("--select-metric", choices=("accuracy", "macro_f1"), default="accuracy",
-                       help="eval number that picks the best epoch (default accuracy)")
+    model.add_argument("--select-metric", choices=("accuracy", "macro_f1", "f1", "token_accuracy", "exact_match"),
+                       help="eval number that picks the best epoch (default: accuracy for sequence, entity F1 for "
+                            "tokens, F1 for qa)")
     model.add_argument("--no-group-by-length", action="store_true",
                        help="fully random batches (default: batches of similar lengths, which saves padding)")
     model.add_argument("--seed", type=int, default=0, help="seed of the split, batch order, dropout, new head")
+    qa = parser.add_argument_group("question answering (--task-type qa)")
+    qa.add_argument("--doc-stride", type=int, default=None, metavar="N",
+                    help="a context longer than the window is cut into windows overlapping by N tokens (default "
+                         "min(128, a third of --max-length))")
+    qa.add_argument("--max-answer-length", type=int, default=30, metavar="N",
+                    help="longest answer, in tokens, that prediction considers (default 30)")
     out = parser.add_argument_group("output")
     out.add_argument("--out", metavar="DIR",
                      help="where the best checkpoint, metrics.json and confusion_matrix.png go (default "
@@ -169,18 +187,22 @@ def _baseline_only(args, train, eval_, test, label_names, source, out, started, 
 
 
 def run(args) -> int:
+    if args.task_type == "tokens":
+        from minibert.commands.finetune_tokens import run_tokens
+        return run_tokens(args)
+    if args.task_type == "qa":
+        from minibert.commands.finetune_qa import run_qa
+        return run_qa(args)
     from minibert.finetune.data import label_ids
-    from minibert.finetune.loading import load_for_finetuning, load_tokenizer, save_classifier
+    from minibert.finetune.loading import load_for_finetuning, save_classifier
     from minibert.finetune.metrics import format_report
-    from minibert.finetune.model_source import resolve_model
     from minibert.finetune.plots import save_confusion_matrix
-    from minibert.finetune.train import Settings, encode_examples, evaluate, train_classifier
-    from minibert.config import BertConfig
+    from minibert.finetune.train import encode_examples, evaluate, train_classifier
+    from minibert.commands.finetune_setup import apply_dropout, load_checked_tokenizer, make_log, setup_training
 
     started = time.perf_counter()
 
-    def log(message):  # progress and notes go to stderr when stdout carries the JSON
-        print(message, file=sys.stderr if args.json else sys.stdout, flush=True)
+    log = make_log(args)
 
     # ---- every check first: data, model folder, settings, output folder, optional dependencies
     train, eval_, test, label_names, source = _prepare_data(args, log)
@@ -188,22 +210,8 @@ def run(args) -> int:
         from minibert.finetune.baseline import _import_sklearn
         _import_sklearn()
         return _baseline_only(args, train, eval_, test, label_names, source, _out_path(args), started, log)
-    checkpoint, tokenizer_dir = resolve_model(args.model)
-    config = BertConfig.from_json_file(checkpoint)
-    max_length = args.max_length
-    if max_length is None:
-        max_length = min(DEFAULT_MAX_LENGTH, config.max_tokens)
-    elif max_length > config.max_tokens:
-        raise ValueError(f"--max-length {max_length} is longer than the model's max_position_embeddings "
-                         f"({config.max_tokens}, {checkpoint / 'config.json'})")
-    settings = Settings(epochs=args.epochs, lr=args.lr, batch_size=args.batch_size, max_length=max_length,
-                        warmup_ratio=args.warmup_ratio, weight_decay=args.weight_decay,
-                        max_grad_norm=args.max_grad_norm, seed=args.seed, select_metric=args.select_metric,
-                        group_by_length=not args.no_group_by_length, progress=not args.no_progress)
-    settings.validate()
-    if args.dropout is not None and not 0.0 <= args.dropout < 1.0:
-        raise ValueError(f"--dropout must be in [0, 1), got {args.dropout}")
-    out = _out_dir(args)
+    checkpoint, tokenizer_dir, config, settings, out = setup_training(args, "sequence")
+    max_length = settings.max_length
     if args.baseline:
         from minibert.finetune.baseline import _import_sklearn
         _import_sklearn()
@@ -212,14 +220,9 @@ def run(args) -> int:
     log(f"data: {source}: {len(train)} train / {len(eval_)} eval"
         f"{f' / {len(test)} test' if test is not None else ''} examples, {len(label_names)} classes")
     log(f"model: {checkpoint}")
-    tokenizer = load_tokenizer(tokenizer_dir)
-    if tokenizer.vocab_size != config.vocab_size:
-        raise ValueError(f"{tokenizer_dir}: the tokenizer has {tokenizer.vocab_size} tokens but "
-                         f"{checkpoint / 'config.json'} says vocab_size={config.vocab_size}")
+    tokenizer = load_checked_tokenizer(tokenizer_dir, config, checkpoint)
     model = load_for_finetuning(checkpoint, label_names, seed=args.seed, log=log)
-    if args.dropout is not None:  # saved in config.json too, as the model was trained
-        model.config.hidden_dropout_prob = model.config.attention_probs_dropout_prob = args.dropout
-        model.config.extra["classifier_dropout"] = model.classifier_dropout = args.dropout
+    apply_dropout(model, args.dropout)
     label2id = model.label2id
     pad_id = tokenizer.pad_token_id
     progress = not args.no_progress

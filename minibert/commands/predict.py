@@ -1,4 +1,6 @@
-"""minibert predict: classify texts with a fine-tuned model (labels and probabilities).
+"""minibert predict: classify texts with a fine-tuned model (labels and probabilities); or, with a word tagger,
+tag the words of texts (predict_tokens.py); or, with a question answering model, answer a question from a
+context (predict_qa.py). The kind of model is read from its config.json unless --task-type says it.
 
 Texts come as arguments or from a CSV/TSV/JSONL file; results go to a file (its extension picks the format) or
 stdout. With --label-column the file's true labels are compared with the predictions (accuracy, macro-F1).
@@ -16,12 +18,16 @@ from pathlib import Path
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
-    parser.description = "Classify texts with a model fine-tuned by 'minibert finetune' (or any Hugging Face " \
-                         "BertForSequenceClassification folder)."
+    parser.description = "Classify texts, tag their words, or answer a question, with a model fine-tuned by " \
+                         "'minibert finetune' (or a Hugging Face BertForSequenceClassification, " \
+                         "BertForTokenClassification or BertForQuestionAnswering folder)."
     parser.epilog = """examples:
   minibert predict --model runs/drugs "This drug changed my life." "Terrible side effects."
   minibert predict --model runs/drugs --input reviews.csv --text-column review --output predictions.csv
   minibert predict --model runs/drugs --input test.jsonl --label-column label     # also scores the predictions
+  minibert predict --model runs/ner "Anna Schmidt moved to Buenos Aires."             # words with their tags
+  minibert predict --model runs/ner --json "Anna Schmidt moved to Buenos Aires."      # entities as spans
+  minibert predict --model runs/squad --question "Where was Anna born?" --context "Anna was born in Oslo."
 
 output: one row per text with the predicted label, its probability (score) and the probability of every class
 (columns prob_<label> in CSV/TSV, an object "probabilities" in JSONL)."""
@@ -39,6 +45,18 @@ output: one row per text with the predicted label, its probability (score) and t
     parser.add_argument("--max-length", type=int, default=None,
                         help="tokens per text, longer ones truncated (default: 128 or the model's limit)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("--task-type", choices=("auto", "sequence", "tokens", "qa"), default="auto",
+                        help="what the model does (default auto: from config.json's architectures)")
+    qa = parser.add_argument_group("question answering")
+    qa.add_argument("--question", metavar="TEXT", help="the question (a QA model)")
+    qa.add_argument("--context", metavar="TEXT", help="the text that holds the answer (a QA model)")
+    qa.add_argument("--context-file", metavar="FILE", help="read the context from a UTF-8 text file")
+    qa.add_argument("--max-answer-length", type=int, default=30, metavar="N",
+                    help="longest answer considered, in tokens (default 30)")
+    qa.add_argument("--doc-stride", type=int, default=None, metavar="N",
+                    help="overlap in tokens of the windows a long context is cut into (default: min(128, "
+                         "a third of --max-length))")
+    qa.add_argument("--top-k", type=int, default=1, metavar="K", help="print the K best answers (default 1)")
 
 
 def _records(examples, label_names, probs, true_labels):
@@ -71,6 +89,31 @@ def _write_jsonl(records) -> str:
     return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
 
 
+def checked_max_length(args, model, default: int, minimum: int) -> int:
+    """--max-length, or `default` cut to the model's positions; between `minimum` and the model's limit."""
+    limit = model.config.max_tokens
+    max_length = args.max_length if args.max_length is not None else min(default, limit)
+    if not minimum <= max_length <= limit:
+        raise ValueError(f"--max-length {max_length} must be between {minimum} and the model's "
+                         f"max_position_embeddings ({limit})")
+    return max_length
+
+
+def _task_type(args) -> str:
+    """--task-type, or what config.json's architectures say the model is."""
+    if args.task_type != "auto":
+        return args.task_type
+    from minibert.config import BertConfig
+    from minibert.finetune.model_source import resolve_checkpoint
+
+    architectures = BertConfig.from_json_file(resolve_checkpoint(args.model)).extra.get("architectures") or []
+    if "BertForTokenClassification" in architectures:
+        return "tokens"
+    if "BertForQuestionAnswering" in architectures:
+        return "qa"
+    return "sequence"
+
+
 def run(args) -> int:
     from minibert.finetune.data import Examples, check_labels_known, file_format, label_ids, load_examples
     from minibert.finetune.loading import load_classifier, load_tokenizer
@@ -78,6 +121,26 @@ def run(args) -> int:
     from minibert.finetune.model_source import resolve_model
     from minibert.finetune.train import encode_examples, predict_logits, softmax
     from minibert.io.atomic import atomic_write_text
+
+    task_type = _task_type(args)
+    if task_type == "qa":
+        from minibert.commands.predict_qa import run_answer
+        return run_answer(args)
+    if args.question or args.context or args.context_file:
+        raise ValueError(f"--question/--context are for question answering models; {args.model} is a "
+                         f"{'word tagger' if task_type == 'tokens' else 'text classifier'}")
+    if task_type == "tokens":
+        if bool(args.texts) == bool(args.input):
+            raise ValueError("give texts as arguments or --input FILE (one of the two)")
+        if args.label_column or args.text_pair_column:
+            raise ValueError("--label-column and --text-pair-column are for text classifiers; score a tagger with "
+                             "'minibert finetune --task-type tokens --eval FILE'")
+        if args.output and file_format(Path(args.output)) != "jsonl":
+            raise ValueError(f"--output {args.output}: a tagger writes JSONL (one object per text); use .jsonl")
+        texts = load_examples(args.input, args.text_column).texts if args.input else list(args.texts)
+        checkpoint, tokenizer_dir = resolve_model(args.model)
+        from minibert.commands.predict_tokens import run_tag
+        return run_tag(args, checkpoint, tokenizer_dir, texts)
 
     # ---- checks first
     if bool(args.texts) == bool(args.input):
@@ -97,11 +160,7 @@ def run(args) -> int:
     label_names = [model.id2label[i] for i in range(model.num_labels)]
     if examples.labels is not None:
         check_labels_known(examples, model.label2id, f"the model's labels ({checkpoint / 'config.json'})")
-    limit = model.config.max_tokens
-    max_length = args.max_length if args.max_length is not None else min(128, limit)
-    if not 1 <= max_length <= limit:
-        raise ValueError(f"--max-length {max_length} must be between 1 and the model's max_position_embeddings "
-                         f"({limit})")
+    max_length = checked_max_length(args, model, default=128, minimum=1)
     tokenizer = load_tokenizer(tokenizer_dir)
 
     # ---- predict

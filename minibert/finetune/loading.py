@@ -1,4 +1,5 @@
-"""Load a checkpoint as a classifier for new labels, and save a fine-tuned one with its tokenizer."""
+"""Load a checkpoint as a classifier (of sequences or tokens) for new labels, or as a question answerer, and save
+a fine-tuned one with its tokenizer."""
 
 from __future__ import annotations
 
@@ -8,8 +9,9 @@ from pathlib import Path
 from minibert.config import BertConfig
 from minibert.models.classification import BertForSequenceClassification, labels_from_config
 
-CLASSIFIER = ("classifier.weight", "classifier.bias")
-PRETRAINING_HEADS = ("cls.", "discriminator_predictions.", "...")  # BERT's MLM/NSP heads, ELECTRA's RTD head
+# Weights of other heads a checkpoint may carry; a model without that head leaves them out (a note, no warning).
+OTHER_HEADS = ("cls.", "bert.pooler.", "pooler.", "classifier.", "qa_outputs.", "discriminator_predictions.",
+               "...")  # (ELECTRA's replaced-token head too)
 
 
 def load_tokenizer(folder: Path):
@@ -17,8 +19,10 @@ def load_tokenizer(folder: Path):
     return WordPieceTokenizer.from_pretrained(folder)
 
 
-def load_for_finetuning(checkpoint: Path, label_names: list[str], seed: int = 0, log=print):
-    """A BertForSequenceClassification with the checkpoint's body and a classifier for `label_names`.
+def load_for_finetuning(checkpoint: Path, label_names: list[str] | None, seed: int = 0, log=print,
+                        cls=BertForSequenceClassification):
+    """A `cls` (BertForSequenceClassification, BertForTokenClassification, or BertForQuestionAnswering with
+    label_names None) with the checkpoint's body and a head for `label_names`.
 
     - a classifier checkpoint with exactly these labels: everything is loaded (training continues);
     - any other checkpoint (a pre-trained body, or a classifier for other labels): the body is loaded and the
@@ -32,41 +36,49 @@ def load_for_finetuning(checkpoint: Path, label_names: list[str], seed: int = 0,
                          f"embeddings_project, so fine-tuning it is not supported (pre-train with embedding_size = "
                          f"hidden_size)")
     existing = labels_from_config(config)
-    same_labels = existing is not None and list(existing.values()) == list(label_names)
+    head = cls.head_names
+    architecture = (config.extra.get("architectures") or [cls.__name__])[0]
+    same_labels = architecture == cls.__name__ and (label_names is None or (
+        existing is not None and list(existing.values()) == list(label_names)))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        if same_labels:
-            model = BertForSequenceClassification.from_pretrained(checkpoint)
+        if same_labels or label_names is None:
+            model = cls.from_pretrained(checkpoint)
         else:
             # Load with the checkpoint's own head size (so a classifier of another shape is no error), then move
             # the body into a model with a fresh classifier of the right size.
             own_size = len(existing) if existing else 2
-            loaded = BertForSequenceClassification.from_pretrained(checkpoint, num_labels=own_size)
-            model = BertForSequenceClassification(loaded.config, num_labels=len(label_names), seed=seed)
+            loaded = cls.from_pretrained(checkpoint, num_labels=own_size)
+            model = cls(loaded.config, num_labels=len(label_names), seed=seed)
             for name, p in loaded.params.items():
-                if name not in CLASSIFIER:
+                if name not in head:
                     model.params[name][...] = p
             del loaded
+    fresh_head = not same_labels
     for w in caught:
         message = str(w.message)
         if "newly initialised" in message:
             # The new head is the point of fine-tuning (said our way below); anything else missing is news.
-            others = [part for part in _listed(message) if part not in CLASSIFIER]
+            others = [part for part in _listed(message) if part not in head]
             if others:
                 log(f"warning: {checkpoint}: {', '.join(others)} not in the checkpoint: newly initialised, "
                     f"trained from scratch now")
             continue
-        if "not used" in message and all(part.startswith(PRETRAINING_HEADS) for part in _listed(message)):
-            log("note: the checkpoint's pre-training heads (cls.*, discriminator_predictions.*) are not part of a "
-                "classifier; left out")
+        if "not used" in message and all(part.startswith(OTHER_HEADS) for part in _listed(message)):
+            kinds = sorted({"pooler" if "pooler" in p else p.split(".")[0] for p in _listed(message)} - {""})
+            log(f"note: the checkpoint's other heads ({', '.join(kinds)}) are not part of a {cls.__name__}; "
+                f"left out")
             continue
         log(f"warning: {message}")
-    if not same_labels:
-        log(f"new classifier for {len(label_names)} classes (classifier.weight, classifier.bias initialised)")
-    if model.config.model_type == "electra":  # a BERT classifier on the discriminator's body: saved as BERT's
+    if fresh_head:
+        what = f"classifier for {len(label_names)} classes" if label_names is not None else "start/end layer"
+        log(f"new {what} ({', '.join(head)} initialised)")
+    if model.config.model_type == "electra":  # a BERT head on the discriminator's body: saved as BERT's
         model.config.model_type = "bert"
-    model.set_labels(label_names)
-    model.config.extra["problem_type"] = "single_label_classification"
+    if label_names is not None:
+        model.set_labels(label_names)
+    if cls is BertForSequenceClassification:
+        model.config.extra["problem_type"] = "single_label_classification"
     return model
 
 
@@ -76,18 +88,21 @@ def _listed(message: str) -> list[str]:
     return [part.strip() for part in tail.split(",") if part.strip()]
 
 
-def load_classifier(checkpoint: Path, log=print) -> BertForSequenceClassification:
-    """A fine-tuned classifier for prediction; its config must name the labels."""
+def load_classifier(checkpoint: Path, log=print, cls=BertForSequenceClassification):
+    """A fine-tuned model for prediction; a classifier's config must name the labels."""
     config = BertConfig.from_json_file(checkpoint)
-    if labels_from_config(config) is None:
+    head = cls.head_names
+    if hasattr(cls, "set_labels") and labels_from_config(config) is None:
         raise ValueError(f"{checkpoint / 'config.json'}: no id2label: this is not a fine-tuned classifier "
                          f"(fine-tune one with 'minibert finetune')")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        model = BertForSequenceClassification.from_pretrained(checkpoint)
+        model = cls.from_pretrained(checkpoint)
     for w in caught:
-        if "classifier.weight" in str(w.message):
-            raise ValueError(f"{checkpoint}: the checkpoint has no trained classifier ({w.message})")
+        if head[0] in str(w.message) and "newly initialised" in str(w.message):
+            raise ValueError(f"{checkpoint}: the checkpoint has no trained {head[0].split('.')[0]} layer ({w.message})")
+        if "not used" in str(w.message) and all(part.startswith(OTHER_HEADS) for part in _listed(str(w.message))):
+            continue
         log(f"warning: {w.message}")
     return model.eval()
 

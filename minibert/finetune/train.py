@@ -17,7 +17,10 @@ from minibert.finetune.data import Examples
 from minibert.finetune.metrics import classification_metrics
 from minibert.optim import AdamW, clip_grad_norm, linear_warmup_decay
 
-SELECT_METRICS = ("accuracy", "macro_f1")
+# The eval numbers that may pick the best epoch: classification (accuracy, macro_f1), token classification
+# (f1 = entity-level micro F1, token_accuracy) and question answering (f1, exact_match).
+SELECT_METRICS = ("accuracy", "macro_f1", "f1", "token_accuracy", "exact_match")
+METRIC_NAMES = {"macro_f1": "macro-F1", "f1": "F1", "token_accuracy": "token accuracy", "exact_match": "exact match"}
 
 
 @dataclass
@@ -77,18 +80,26 @@ def collate(encoded: list, indices, pad_id: int):
     return input_ids, token_type_ids, attention_mask
 
 
-def predict_logits(model, encoded: list, pad_id: int, batch_size: int = 64, progress: bool = False,
-                   desc: str = "evaluating") -> np.ndarray:
-    """(N, C) logits in eval mode (no dropout), batches of similar length."""
+def forward_in_batches(model, encoded: list, pad_id: int, batch_size: int = 64, progress: bool = False,
+                       desc: str = "evaluating"):
+    """Yield (example indices, model output) over all examples in eval mode (no dropout), in batches of similar
+    length (little padding). Any head: the caller reads the outputs it needs."""
     from tqdm import tqdm
 
     model.eval()
     order = np.argsort([len(ids) for ids, _ in encoded], kind="stable")  # similar lengths -> little padding
-    logits = np.empty((len(encoded), model.num_labels), dtype=model.dtype)  # (N, C)
     for start in tqdm(range(0, len(order), batch_size), desc=desc, unit="batch", disable=not progress, leave=False):
         chosen = order[start:start + batch_size]
-        logits[chosen] = model.forward(*collate(encoded, chosen, pad_id)).logits
+        yield chosen, model.forward(*collate(encoded, chosen, pad_id))
     model.bert._cache = None  # no backward follows: free the activations
+
+
+def predict_logits(model, encoded: list, pad_id: int, batch_size: int = 64, progress: bool = False,
+                   desc: str = "evaluating") -> np.ndarray:
+    """(N, C) logits of a sequence classifier."""
+    logits = np.empty((len(encoded), model.num_labels), dtype=model.dtype)  # (N, C)
+    for chosen, out in forward_in_batches(model, encoded, pad_id, batch_size, progress, desc):
+        logits[chosen] = out.logits
     return logits
 
 
@@ -129,9 +140,26 @@ def training_batches(lengths: np.ndarray, batch_size: int, rng, group_by_length:
 # ---------------------------------------------------------------------------- the loop
 def train_classifier(model, train_encoded, y_train, eval_encoded, y_eval, label_names, settings: Settings,
                      pad_id: int, on_best=None, log=print) -> dict:
-    """Fine-tune `model` in place. After each epoch: evaluate; when the selection metric improves, remember the
-    parameters and call `on_best(model, epoch, metrics)` (which saves the checkpoint). At the end the best
-    parameters are put back into the model. Returns {"history": [...], "best_epoch", "best", "train_time_s"}."""
+    """Fine-tune a sequence classifier in place (see `fit`); eval reports accuracy and macro-F1."""
+    def correct(out, chosen):
+        return int((out.logits.argmax(-1) == y_train[chosen]).sum())
+
+    return fit(model, train_encoded, lambda chosen, T: {"labels": y_train[chosen]},
+               lambda: evaluate(model, eval_encoded, y_eval, label_names, pad_id, progress=settings.progress),
+               settings, pad_id, headline=("accuracy", "macro_f1"), on_best=on_best, log=log, count_correct=correct)
+
+
+def fit(model, train_encoded, targets, evaluate_fn, settings: Settings, pad_id: int, headline, on_best=None,
+        log=print, count_correct=None) -> dict:
+    """Fine-tune `model` (any head) in place.
+
+    targets(indices, T) gives the forward's target arguments for a batch padded to T tokens (labels, or start and
+    end positions); evaluate_fn() gives the eval metrics: a dict with "loss", settings.select_metric and the
+    `headline` names logged after each epoch. After each epoch: evaluate; when the selection metric improves,
+    remember the parameters and call `on_best(model, epoch, metrics)` (which saves the checkpoint). At the end
+    the best parameters are put back into the model. Returns {"history", "best_epoch", "best", "train_time_s"}.
+    With count_correct(out, indices), the history also has the training accuracy.
+    """
     from tqdm import tqdm
 
     settings.validate()
@@ -150,7 +178,8 @@ def train_classifier(model, train_encoded, y_train, eval_encoded, y_eval, label_
         losses, correct = [], 0
         bar = tqdm(batches, desc=f"epoch {epoch}/{settings.epochs}", unit="step", disable=not settings.progress)
         for chosen in bar:
-            out = model.forward(*collate(train_encoded, chosen, pad_id), labels=y_train[chosen])
+            inputs = collate(train_encoded, chosen, pad_id)
+            out = model.forward(*inputs, **targets(chosen, inputs[0].shape[1]))
             if not math.isfinite(out.loss):
                 raise ValueError(f"epoch {epoch}, step {step}: the training loss is {out.loss}; lower --lr")
             model.backward()
@@ -159,19 +188,23 @@ def train_classifier(model, train_encoded, y_train, eval_encoded, y_eval, label_
             model.zero_grad()
             step += 1
             losses.append(out.loss)
-            correct += int((out.logits.argmax(-1) == y_train[chosen]).sum())
+            if count_correct is not None:
+                correct += count_correct(out, chosen)
             bar.set_postfix(loss=f"{np.mean(losses[-20:]):.4f}")
         bar.close()
-        metrics = evaluate(model, eval_encoded, y_eval, label_names, pad_id, progress=settings.progress)
-        record = {"epoch": epoch, "train_loss": float(np.mean(losses)), "train_accuracy": correct / N,
-                  "eval_loss": metrics["loss"], "eval_accuracy": metrics["accuracy"],
-                  "eval_macro_f1": metrics["macro_f1"], "elapsed_s": round(time.perf_counter() - start, 1)}
+        metrics = evaluate_fn()
+        record = {"epoch": epoch, "train_loss": float(np.mean(losses))}
+        if count_correct is not None:
+            record["train_accuracy"] = correct / N
+        record["eval_loss"] = metrics["loss"]
+        record.update({f"eval_{name}": metrics[name] for name in headline})
+        record["elapsed_s"] = round(time.perf_counter() - start, 1)
         history.append(record)
         score = metrics[settings.select_metric]
         improved = best is None or score > best[settings.select_metric] or (
             score == best[settings.select_metric] and metrics["loss"] < best["loss"])
-        log(f"epoch {epoch}: train loss {record['train_loss']:.4f}, eval loss {metrics['loss']:.4f}, "
-            f"accuracy {metrics['accuracy']:.4f}, macro-F1 {metrics['macro_f1']:.4f}"
+        shown = ", ".join(f"{METRIC_NAMES.get(name, name)} {metrics[name]:.4f}" for name in headline)
+        log(f"epoch {epoch}: train loss {record['train_loss']:.4f}, eval loss {metrics['loss']:.4f}, {shown}"
             f"{' (best so far)' if improved else ''}")
         if improved:
             best, best_epoch = metrics, epoch

@@ -16,8 +16,6 @@ When the config does not say, it is inferred from num_labels and the labels' dty
 
 from __future__ import annotations
 
-import copy
-
 import numpy as np
 
 from minibert.layers.dropout import dropout_backward, dropout_forward
@@ -26,26 +24,13 @@ from minibert.layers.loss import cross_entropy_backward, cross_entropy_forward
 from minibert.models.base import Model
 from minibert.models.bert import BertEncoder, bert_param_shapes
 from minibert.models.checks import check_labels
+from minibert.models.labels import ClassLabels, classifier_dropout_of, labels_from_config  # noqa: F401 (re-exported)
 from minibert.models.outputs import ModelOutput
 
 PROBLEM_TYPES = ("single_label_classification", "regression", "multi_label_classification")
 
 
-def labels_from_config(config) -> dict[int, str] | None:
-    """The config's id2label as {int: str} (config.json stores the keys as strings), or None."""
-    id2label = config.extra.get("id2label")
-    if not id2label:
-        return None
-    try:
-        mapping = {int(k): str(v) for k, v in id2label.items()}
-    except (AttributeError, TypeError, ValueError):
-        raise ValueError(f"config id2label must map class ids to names, got {id2label!r}"[:200]) from None
-    if sorted(mapping) != list(range(len(mapping))):
-        raise ValueError(f"config id2label must have the ids 0..{len(mapping) - 1}, got {sorted(mapping)}")
-    return mapping
-
-
-class BertForSequenceClassification(Model):
+class BertForSequenceClassification(ClassLabels, Model):
     base_prefix = "bert."
 
     def __init__(self, config, num_labels=None, seed=0, dtype=np.float32, init_weights=True):
@@ -54,24 +39,12 @@ class BertForSequenceClassification(Model):
         A num_labels that disagrees with the config's id2label replaces the names by LABEL_0..LABEL_{C-1}
         (what Hugging Face does); `set_labels` gives them real names.
         """
-        config = copy.deepcopy(config)  # the label names are written into it; never change the caller's
-        names = labels_from_config(config)
-        if num_labels is None:
-            num_labels = len(names) if names else int(config.extra.get("num_labels", 2))
-        if isinstance(num_labels, bool) or not isinstance(num_labels, (int, np.integer)) or num_labels < 1:
-            raise ValueError(f"num_labels must be a positive integer, got {num_labels!r}")
-        self.num_labels = int(num_labels)
-        if names is None or len(names) != self.num_labels:
-            names = {i: f"LABEL_{i}" for i in range(self.num_labels)}
-        self._write_labels(config, names)
+        config = self._init_labels(config, num_labels)
         problem_type = config.extra.get("problem_type")
         if problem_type is not None and problem_type not in PROBLEM_TYPES:
             raise ValueError(f"config problem_type {problem_type!r} is not supported; expected one of "
                              f"{', '.join(PROBLEM_TYPES)}")
-        dropout = config.extra.get("classifier_dropout")
-        self.classifier_dropout = config.hidden_dropout_prob if dropout is None else float(dropout)
-        if not 0.0 <= self.classifier_dropout < 1.0:
-            raise ValueError(f"config classifier_dropout must be in [0, 1), got {dropout!r}")
+        self.classifier_dropout = classifier_dropout_of(config)
         super().__init__(config, seed=seed, dtype=dtype, init_weights=init_weights)
         self.bert = BertEncoder(self, "bert.", pooler=True)
         self._cache = None
@@ -82,31 +55,7 @@ class BertForSequenceClassification(Model):
         shapes["classifier.bias"] = (self.num_labels,)
         return shapes
 
-    # ---------------------------------------------------------------- label names
-    @staticmethod
-    def _write_labels(config, names: dict[int, str]):
-        config.extra["id2label"] = {str(i): names[i] for i in range(len(names))}
-        config.extra["label2id"] = {names[i]: i for i in range(len(names))}
-        config.extra["architectures"] = ["BertForSequenceClassification"]
-        config.extra.pop("num_labels", None)  # implied by id2label, as in Hugging Face's config.json
-
-    @property
-    def id2label(self) -> dict[int, str]:
-        return labels_from_config(self.config)
-
-    @property
-    def label2id(self) -> dict[str, int]:
-        return {name: i for i, name in self.id2label.items()}
-
-    def set_labels(self, names):
-        """Name the classes: names[i] is the name of class i (written to config.json as id2label/label2id)."""
-        names = [str(n) for n in names]
-        if len(names) != self.num_labels:
-            raise ValueError(f"set_labels got {len(names)} names for a model with {self.num_labels} classes")
-        if len(set(names)) != len(names):
-            raise ValueError(f"label names must be distinct, got {names}")
-        self._write_labels(self.config, dict(enumerate(names)))
-
+    # ---------------------------------------------------------------- problem type
     @property
     def problem_type(self) -> str | None:
         return self.config.extra.get("problem_type")

@@ -41,15 +41,18 @@ _CLEANUP = [(" .", "."), (" ?", "?"), (" !", "!"), (" ,", ","), (" ' ", "'"), ("
 class Encoding:
     """One encoded text (or pair of texts): lists of the same length, as Hugging Face names them."""
 
-    __slots__ = ("input_ids", "token_type_ids", "attention_mask", "word_ids", "_id_to_token")
+    __slots__ = ("input_ids", "token_type_ids", "attention_mask", "word_ids", "offsets", "_id_to_token")
 
-    def __init__(self, input_ids, token_type_ids, word_ids, id_to_token):
+    def __init__(self, input_ids, token_type_ids, word_ids, id_to_token, offsets=None):
         self.input_ids: list[int] = input_ids
         self.token_type_ids: list[int] = token_type_ids
         self.attention_mask: list[int] = [1] * len(input_ids)
         # Index of the word each token comes from (None for [CLS]/[SEP]); counts restart at 0 in the second
         # text of a pair, like Hugging Face's `word_ids()`. Whole-word masking groups tokens by it.
         self.word_ids: list[int | None] = word_ids
+        # (start, end) of the characters each token covers in its own text ((0, 0) for [CLS]/[SEP]), like
+        # Hugging Face's offset_mapping; only when encode() was asked for them (return_offsets_mapping=True).
+        self.offsets: list[tuple[int, int]] | None = offsets
         self._id_to_token = id_to_token
 
     @property
@@ -240,14 +243,17 @@ class WordPieceTokenizer:
 
     # ---- model input ------------------------------------------------------------------------------------
     def encode(self, text: str, text_pair: str | None = None, max_length: int | None = None,
-               truncation: bool | str = False, add_special_tokens: bool = True) -> Encoding:
+               truncation: bool | str = False, add_special_tokens: bool = True,
+               return_offsets_mapping: bool = False) -> Encoding:
         """Encode one text, or a pair, as `[CLS] A [SEP]` or `[CLS] A [SEP] B [SEP]`.
 
         truncation: False (default, as Hugging Face), or True / "longest_first": cut tokens from the end of
         the longer text until everything fits in `max_length` (default: `model_max_length`).
+        return_offsets_mapping: also give `.offsets`, each token's character span in its text (offsets.py).
         """
-        a, a_words = self._encode_text(text)
-        b, b_words = self._encode_text(text_pair) if text_pair is not None else (None, None)
+        a, a_words, a_offsets = self._encode_one(text, return_offsets_mapping)
+        b, b_words, b_offsets = self._encode_one(text_pair, return_offsets_mapping) if text_pair is not None \
+            else (None, None, None)
         if truncation not in (False, "do_not_truncate"):
             if truncation not in (True, "longest_first"):
                 raise ValueError(f"truncation must be True, False or 'longest_first', got {truncation!r}")
@@ -256,11 +262,11 @@ class WordPieceTokenizer:
             budget = max_length - n_special
             if budget < 0:
                 raise ValueError(f"max_length={max_length} leaves no room for the {n_special} special tokens")
-            if b is None:
-                a, a_words = a[:budget], a_words[:budget]
-            else:
-                n_a, n_b = longest_first(len(a), len(b), budget)
-                a, a_words, b, b_words = a[:n_a], a_words[:n_a], b[:n_b], b_words[:n_b]
+            n_a, n_b = (budget, 0) if b is None else longest_first(len(a), len(b), budget)
+            a, a_words, a_offsets = (x if x is None else x[:n_a] for x in (a, a_words, a_offsets))
+            if b is not None:
+                b, b_words, b_offsets = (x if x is None else x[:n_b] for x in (b, b_words, b_offsets))
+        offsets = None
         if add_special_tokens:
             if self.cls_token_id is None or self.sep_token_id is None:
                 raise ValueError(f"vocabulary lacks {self.cls_token} or {self.sep_token}; "
@@ -269,6 +275,8 @@ class WordPieceTokenizer:
             ids = [cls] + a + [sep]
             words = [None] + a_words + [None]
             types = [0] * len(ids)
+            if return_offsets_mapping:
+                offsets = [(0, 0)] + a_offsets + [(0, 0)] + ([] if b is None else b_offsets + [(0, 0)])
             if b is not None:
                 ids += b + [sep]
                 words += b_words + [None]
@@ -276,7 +284,16 @@ class WordPieceTokenizer:
         else:
             ids, words = a + (b or []), a_words + (b_words or [])
             types = [0] * len(a) + [1] * len(b or [])
-        return Encoding(ids, types, words, self.ids_to_tokens)
+            if return_offsets_mapping:
+                offsets = a_offsets + (b_offsets or [])
+        return Encoding(ids, types, words, self.ids_to_tokens, offsets)
+
+    def _encode_one(self, text: str, with_offsets: bool):
+        """(ids, word ids, offsets or None) of one text without special tokens."""
+        if with_offsets:
+            from minibert.tokenizer.offsets import encode_with_offsets
+            return encode_with_offsets(self, text)
+        return (*self._encode_text(text), None)
 
     def encode_batch(self, texts: str | Sequence[str], text_pairs: Sequence[str] | None = None,
                      max_length: int | None = None, padding: bool | str = True, truncation: bool | str = True,

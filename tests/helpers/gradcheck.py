@@ -44,3 +44,23 @@ def check_grad(f, x, analytic, rng=None, max_entries=None, h=1e-5):
     num = numeric_grad(f, x, idx, h)
     a = analytic.reshape(-1)[idx]
     return rel_error(a, [num[i] for i in idx])
+
+
+def check_model_gradients(model, loss_fn, samples_per_param=3, eps=1e-6, dropout_seed=5):
+    """A float64 model's backward against central differences, a few random entries of every parameter.
+
+    loss_fn(model) runs a forward with targets and returns the loss; the dropout generator is reset before each
+    call, so that every evaluation draws the same masks."""
+    def loss():
+        model.rng = np.random.default_rng(dropout_seed)
+        return loss_fn(model)
+
+    rng = np.random.default_rng(1)
+    model.zero_grad()
+    loss()
+    model.backward()
+    for name, p in model.params.items():
+        grad = model.grads[name].reshape(-1)
+        chosen = rng.choice(p.size, size=min(samples_per_param, p.size), replace=False)
+        for i, numeric in numeric_grad(loss, p, chosen, eps).items():
+            assert abs(numeric - grad[i]) <= 1e-6 + 1e-4 * abs(numeric), (name, i, numeric, grad[i])

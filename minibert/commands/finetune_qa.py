@@ -1,0 +1,106 @@
+"""minibert finetune --task-type qa: fine-tune extractive question answering on SQuAD v1.1 / v2.0 files.
+
+Every check (the file's structure, each answer against its context, each question against the window) happens
+before the model loads. The best epoch by F1 is kept in --out with metrics.json (exact match and F1 with
+SQuAD's normalisation, and for v2.0 data the same split into answerable and unanswerable questions).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+
+def _split_by_context(examples, fraction, seed, source):
+    """Hold out whole paragraphs, so that no eval context was seen in training."""
+    from minibert.commands.finetune_setup import held_out_split
+
+    contexts = list(dict.fromkeys(e.context for e in examples))
+    keep, held = held_out_split(len(contexts), fraction, seed, source)
+    held_set = {contexts[i] for i in held}
+    return [e for e in examples if e.context not in held_set], [e for e in examples if e.context in held_set]
+
+
+def _prepare_squad(args, log):
+    from minibert.commands.finetune_setup import refuse_classification_options
+    from minibert.finetune.squad_data import read_squad
+
+    refuse_classification_options(args, "qa")
+    if args.doc_stride is not None and args.doc_stride < 0:
+        raise ValueError(f"--doc-stride must be >= 0, got {args.doc_stride}")
+    if args.max_answer_length < 1:
+        raise ValueError(f"--max-answer-length must be at least 1, got {args.max_answer_length}")
+    train, v2 = read_squad(args.train)
+    if args.eval:
+        eval_, eval_v2 = read_squad(args.eval)
+        v2 = v2 or eval_v2
+    else:
+        train, eval_ = _split_by_context(train, args.eval_split, args.seed, args.train)
+    test = read_squad(args.test)[0] if args.test else None
+    if args.max_train_examples is not None and args.max_train_examples < len(train):
+        log(f"training on the first {args.max_train_examples} of {len(train)} questions (--max-train-examples)")
+        train = train[:args.max_train_examples]
+    return train, eval_, test, v2
+
+
+def run_qa(args) -> int:
+    from minibert.commands.finetune_setup import (apply_dropout, load_checked_tokenizer, make_log, run_summary,
+                                                  setup_training, write_summary)
+    from minibert.finetune.loading import load_for_finetuning, save_classifier
+    from minibert.finetune.qa_features import build_windows
+    from minibert.finetune.qa_predict import answer_questions
+    from minibert.finetune.squad_metrics import squad_scores
+    from minibert.finetune.train import fit
+    from minibert.models.question_answering import BertForQuestionAnswering
+
+    import numpy as np
+
+    started = time.perf_counter()
+    log = make_log(args)
+    train, eval_, test, v2 = _prepare_squad(args, log)
+    checkpoint, tokenizer_dir, config, settings, out = setup_training(args, "qa")
+    tokenizer = load_checked_tokenizer(tokenizer_dir, config, checkpoint)
+    L = settings.max_length
+    stride = args.doc_stride if args.doc_stride is not None else min(128, L // 3)
+    windows = {name: build_windows(tokenizer, data, L, stride, with_answers=True, source=src)
+               for name, data, src in (("train", train, args.train), ("eval", eval_, args.eval or args.train),
+                                       ("test", test, args.test)) if data is not None}
+    log(f"data: {args.train} (SQuAD {'v2.0, with unanswerable questions' if v2 else 'v1.1'}): {len(train)} train / "
+        f"{len(eval_)} eval{f' / {len(test)} test' if test else ''} questions; {len(windows['train'])} training "
+        f"windows of up to {L} tokens (stride {stride})")
+    log(f"model: {checkpoint}")
+    model = load_for_finetuning(checkpoint, None, seed=args.seed, log=log, cls=BertForQuestionAnswering)
+    apply_dropout(model, args.dropout)
+    pad_id = tokenizer.pad_token_id
+    log(f"training: {math.ceil(len(windows['train']) / settings.batch_size) * settings.epochs} optimizer steps")
+
+    def evaluate(name, desc="evaluating"):
+        examples = {"eval": eval_, "test": test}[name]
+        results, loss = answer_questions(model, examples, windows[name], pad_id, args.max_answer_length,
+                                         allow_null=v2, progress=settings.progress, desc=desc)
+        metrics = squad_scores(examples, [r["text"] for r in results])
+        metrics["loss"] = loss
+        return metrics
+
+    starts = np.array([w.start_position for w in windows["train"]], dtype=np.int64)
+    ends = np.array([w.end_position for w in windows["train"]], dtype=np.int64)
+    encoded = [(w.input_ids, w.token_type_ids) for w in windows["train"]]
+    result = fit(model, encoded, lambda chosen, T: {"start_positions": starts[chosen], "end_positions": ends[chosen]},
+                 lambda: evaluate("eval"), settings, pad_id, headline=("exact_match", "f1"),
+                 on_best=lambda m, epoch, metrics: save_classifier(m, tokenizer, out), log=log)
+    summary = run_summary(args, "qa", checkpoint, out, settings, result,
+                          {"num_train": len(train), "num_eval": len(eval_),
+                           "num_test": len(test) if test is not None else None},
+                          squad_version="2.0" if v2 else "1.1", num_train_windows=len(windows["train"]),
+                          doc_stride=stride, max_answer_length=args.max_answer_length)
+    if test is not None:
+        summary["test"] = evaluate("test", "testing")
+    split = "test" if test is not None else "eval"
+    summary["reported_split"] = split
+    m = summary[split]
+    log(f"\nbest epoch {result['best_epoch']}, {split} split ({m['num_questions']} questions): exact match "
+        f"{100 * m['exact_match']:.1f}, F1 {100 * m['f1']:.1f}"
+        + (f" (answerable F1 {100 * m.get('has_answer_f1', 0):.1f}, unanswerable {100 * m.get('no_answer_f1', 0):.1f})"
+           if v2 else ""))
+    write_summary(args, out, summary, started, log)
+    return 0

@@ -1,0 +1,93 @@
+"""minibert finetune --task-type tokens: fine-tune a word tagger (NER) on CoNLL or JSONL files.
+
+Every data check (file format, tags, eval tags the training data never had) happens before the model loads.
+The best epoch by entity-level F1 is kept in --out with metrics.json (per-type and micro precision, recall, F1
+and token accuracy on eval, and on --test when given).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+
+def _prepare_tagged(args, log):
+    """(train, eval, test or None, tag names): every data check, before any model is loaded."""
+    from minibert.commands.finetune_setup import held_out_split, refuse_classification_options
+    from minibert.finetune.ner_data import TaggedSentences, build_tag_names, check_tags_known, read_tagged
+
+    refuse_classification_options(args, "tokens")
+    train = read_tagged(args.train)
+    if train.tags is None:
+        raise ValueError(f"{args.train}: the sentences have no tags; a training file needs them")
+    if args.eval:
+        eval_ = read_tagged(args.eval)
+    else:
+        keep, held = held_out_split(len(train), args.eval_split, args.seed, args.train)
+        pick = lambda idx, name: TaggedSentences([train.words[i] for i in idx], [train.tags[i] for i in idx],  # noqa: E731
+                                                 f"{args.train} ({name})")
+        train, eval_ = pick(keep, "train part"), pick(held, "held-out eval part")
+    test = read_tagged(args.test) if args.test else None
+    if args.max_train_examples is not None and args.max_train_examples < len(train):
+        _, chosen = held_out_split(len(train), args.max_train_examples / len(train), args.seed, args.train)
+        log(f"training on {len(chosen)} of {len(train)} sentences (--max-train-examples)")
+        train = TaggedSentences([train.words[i] for i in chosen], [train.tags[i] for i in chosen], train.source)
+    tag_names = build_tag_names(train)
+    for other in (eval_, test):
+        if other is not None:
+            if other.tags is None:
+                raise ValueError(f"{other.source}: the sentences have no tags; an eval or test file needs them")
+            check_tags_known(other, tag_names, f"the training data ({args.train})")
+    return train, eval_, test, tag_names
+
+
+def run_tokens(args) -> int:
+    from minibert.commands.finetune_setup import (apply_dropout, load_checked_tokenizer, make_log, run_summary,
+                                                  setup_training, write_summary)
+    from minibert.finetune.loading import load_for_finetuning, save_classifier
+    from minibert.finetune.ner_metrics import format_entity_report
+    from minibert.finetune.tagging import encode_tagged, evaluate_tagger, padded_labels
+    from minibert.finetune.train import fit
+    from minibert.models.token_classification import BertForTokenClassification
+
+    started = time.perf_counter()
+    log = make_log(args)
+    train, eval_, test, tag_names = _prepare_tagged(args, log)
+    checkpoint, tokenizer_dir, config, settings, out = setup_training(args, "tokens")
+
+    log(f"data: {args.train}: {len(train)} train / {len(eval_)} eval{f' / {len(test)} test' if test else ''} "
+        f"sentences; tags: {', '.join(tag_names)}")
+    log(f"model: {checkpoint}")
+    tokenizer = load_checked_tokenizer(tokenizer_dir, config, checkpoint)
+    model = load_for_finetuning(checkpoint, tag_names, seed=args.seed, log=log, cls=BertForTokenClassification)
+    apply_dropout(model, args.dropout)
+    tag2id, pad_id = model.label2id, tokenizer.pad_token_id
+    encoded = {name: encode_tagged(tokenizer, data, tag2id, settings.max_length)
+               for name, data in (("train", train), ("eval", eval_), ("test", test)) if data is not None}
+    for name, enc in encoded.items():
+        if enc.cut_words:
+            log(f"note: {enc.cut_words} {name} words lie beyond --max-length {settings.max_length} tokens (or have "
+                f"no token at all): they get no label in training and are predicted 'O'")
+    steps = math.ceil(len(train) / settings.batch_size) * settings.epochs
+    log(f"training: {steps} optimizer steps")
+
+    def evaluate(name, desc="evaluating"):
+        data = {"eval": eval_, "test": test}[name]
+        return evaluate_tagger(model, encoded[name], data, pad_id, progress=settings.progress, desc=desc)
+
+    train_labels = encoded["train"].labels
+    result = fit(model, encoded["train"].encoded, lambda chosen, T: {"labels": padded_labels(train_labels, chosen, T)},
+                 lambda: evaluate("eval"), settings, pad_id, headline=("f1", "token_accuracy"),
+                 on_best=lambda m, epoch, metrics: save_classifier(m, tokenizer, out), log=log)
+    summary = run_summary(args, "tokens", checkpoint, out, settings, result,
+                          {"num_train": len(train), "num_eval": len(eval_),
+                           "num_test": len(test) if test is not None else None}, labels=tag_names)
+    if test is not None:
+        summary["test"] = evaluate("test", "testing")
+    split = "test" if test is not None else "eval"
+    summary["reported_split"] = split
+    log(f"\nbest epoch {result['best_epoch']}, {split} split ({summary[split]['num_sentences']} sentences), "
+        f"entity-level scores (exact span and type):")
+    log(format_entity_report(summary[split]))
+    write_summary(args, out, summary, started, log)
+    return 0

@@ -1,0 +1,31 @@
+"""minibert predict on a word tagger (BertForTokenClassification): each text's words with their tags, or with
+--json its entities as character spans of the text."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+
+def run_tag(args, checkpoint, tokenizer_dir, texts: list[str]) -> int:
+    from minibert.commands.predict import checked_max_length
+    from minibert.finetune.loading import load_classifier, load_tokenizer
+    from minibert.finetune.tag_text import tag_texts
+    from minibert.io.atomic import atomic_write_text
+    from minibert.models.token_classification import BertForTokenClassification
+
+    model = load_classifier(checkpoint, log=lambda m: print(m, file=sys.stderr), cls=BertForTokenClassification)
+    max_length = checked_max_length(args, model, default=512, minimum=3)
+    tokenizer = load_tokenizer(tokenizer_dir)
+    records = tag_texts(model, tokenizer, texts, max_length, args.batch_size,
+                        progress=not args.no_progress and len(texts) > args.batch_size)
+    if args.output:
+        atomic_write_text(args.output, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
+        print(f"wrote {len(records)} tagged texts to {args.output}", file=sys.stderr)
+    elif args.json:
+        for r in records:
+            print(json.dumps({"text": r["text"], "entities": r["entities"]}, ensure_ascii=False))
+    else:
+        for r in records:  # word/TAG, the CoNLL habit; O words plain, so the entities stand out
+            print(" ".join(w["word"] if w["tag"] == "O" else f"{w['word']}/{w['tag']}" for w in r["words"]))
+    return 0
