@@ -56,6 +56,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                        help="tokens per sequence [min(128, the model's max positions): 64 for mini and tiny]")
     model.add_argument("--mask-prob", type=float, metavar="X", default=None,
                        help=f"share of tokens to predict in training; held-out masks stay at 15%% [{D.mask_prob}]")
+    model.add_argument("--mask-prob-end", type=float, metavar="X", default=None,
+                       help="let the training masking rate fall linearly from --mask-prob to X over the run "
+                            "[constant]")
     model.add_argument("--packing", choices=PACKINGS, default=None,
                        help=f"mlm training sequences: whole sentences (RoBERTa), or full: filled to --seq-len, a "
                             f"sentence cut where the sequence ends (held-out sequences stay whole) [{D.packing}]")

@@ -119,6 +119,15 @@ def unigram_log_probs(counts: np.ndarray, special_ids) -> np.ndarray:
     return np.log(counts / counts.sum())
 
 
+def masking_rate(settings: PretrainSettings, step: int, total_steps: int) -> float:
+    """--mask-prob, or with --mask-prob-end a rate falling linearly from one to the other over the run (high
+    early: more targets per step while the model learns the basics; lower late: more context per target, as
+    the held-out 15% gives)."""
+    if settings.mask_prob_end is None:
+        return settings.mask_prob
+    return settings.mask_prob + (settings.mask_prob_end - settings.mask_prob) * step / max(1, total_steps - 1)
+
+
 def training_stream(settings: PretrainSettings, data, seq_len: int) -> ExampleStream:
     """The endless, shuffled supply of training sequences, epoch after epoch (batches grouped by length unless
     --no-group-by-length)."""
@@ -270,6 +279,7 @@ def pretrain(settings: PretrainSettings, resume_checkpoint: Path | None = None, 
                 for micro in range(settings.grad_accum):
                     out = batch = part = None  # the last step's logits are not kept alive through this forward
                     rng = np.random.default_rng([settings.seed, MASKING_STREAM, step, micro])
+                    masker.mlm_probability = masking_rate(settings, step, plan.total_steps)
                     batch = masked_batch(stream.take(settings.batch_size), masker, tok.pad_token_id, rng)
                     part = rank_share(batch, comm.rank, comm.size)  # the whole batch when there is one rank
                     # Weights that make the sum over ranks the single-process loss (1.0 and 1.0 for one rank).

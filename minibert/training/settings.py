@@ -32,6 +32,7 @@ class PretrainSettings:
     dropout: float | None = 0.0          # hidden and attention dropout; None keeps the config's value
     seq_len: int | None = None           # None: min(128, max_position_embeddings)
     mask_prob: float = 0.4               # share of tokens to predict in training (held-out masks stay at 15%)
+    mask_prob_end: float | None = None   # the masking rate falls linearly from mask_prob to this over the run
     whole_word_mask: bool = False
     packing: str = "sentences"           # mlm training sequences: "sentences" (whole ones) or "full" (cut to fill)
     group_by_length: bool = True         # batches of similar-length sequences: less padding (data/grouping.py)
@@ -85,6 +86,8 @@ class PretrainSettings:
                              f"max_position_embeddings of --config {self.config} allow")
         if not 0.0 < self.mask_prob < 1.0:
             raise ValueError(f"--mask-prob must be between 0 and 1, got {self.mask_prob}")
+        if self.mask_prob_end is not None and not 0.0 < self.mask_prob_end < 1.0:
+            raise ValueError(f"--mask-prob-end must be between 0 and 1, got {self.mask_prob_end}")
         if self.dropout is not None and not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"--dropout must be in [0, 1), got {self.dropout}")
         if not self.lr > 0:

@@ -11,7 +11,7 @@ from minibert.data.prepare import prepare_data
 from minibert.models import BertForPreTraining
 from minibert.layers.loss import IGNORE_INDEX
 from minibert.training.evaluate import token_counts
-from minibert.training.pretrain import EVAL_MASK_PROB, recipe_parts, unigram_log_probs
+from minibert.training.pretrain import EVAL_MASK_PROB, masking_rate, recipe_parts, unigram_log_probs
 from minibert.training.settings import PretrainSettings
 from pretrain_helpers import synthetic_documents, tiny_settings, write_corpus
 
@@ -105,3 +105,14 @@ def test_beta2_option_sets_the_second_adam_beta():
     settings = PretrainSettings(**given)
     assert settings.betas == (PretrainSettings().betas[0], 0.95) and settings.output_bias == "zero"
     assert "betas" not in _given(parser.parse_args([]))
+
+
+def test_masking_rate_falls_linearly_from_mask_prob_to_mask_prob_end():
+    constant = PretrainSettings()
+    assert masking_rate(constant, 0, 100) == masking_rate(constant, 99, 100) == constant.mask_prob
+    falling = PretrainSettings(mask_prob=0.4, mask_prob_end=0.15)
+    rates = [masking_rate(falling, s, 101) for s in range(101)]
+    assert rates[0] == pytest.approx(0.4) and rates[-1] == pytest.approx(0.15) and rates[50] == pytest.approx(0.275)
+    assert all(a > b for a, b in zip(rates, rates[1:]))
+    with pytest.raises(ValueError, match="--mask-prob-end"):
+        PretrainSettings(mask_prob_end=1.5).validate()
