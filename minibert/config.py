@@ -94,6 +94,9 @@ class BertConfig:
     # ---------------------------------------------------------------- config.json
     @classmethod
     def from_dict(cls, d: dict[str, Any], source: str = "config") -> "BertConfig":
+        if d.get("model_type") == "distilbert" and cls is BertConfig:  # same encoder, other field names
+            from minibert.distilbert_config import DistilBertConfig
+            return DistilBertConfig.from_dict(d, source)
         if d.get("model_type", "bert") != "bert":
             raise ValueError(f"{source}: model_type is {d.get('model_type')!r}, expected 'bert'")
         names = {f.name for f in dataclasses.fields(cls)} - {"extra"}

@@ -3,7 +3,8 @@
 Parameter names (with the model's prefix, e.g. "bert."):
   embeddings.word_embeddings.weight (V, H), embeddings.position_embeddings.weight (P, H),
   embeddings.token_type_embeddings.weight (type_vocab_size, H), embeddings.LayerNorm.{weight,bias} (H,)
-(P is max_position_embeddings.)
+(P is max_position_embeddings.) A model without token types (DistilBERT) passes token_type_ids=None and has
+no token_type_embeddings.
 
 As in Hugging Face (nn.Embedding's padding_idx), the [PAD] row of the word embeddings gets no gradient from the
 lookup: padding is not a word to learn. (With a tied decoder it still gets the decoder's share.)
@@ -32,11 +33,12 @@ def scatter_add_rows(dW, ids, drows):
 
 
 def embedding_forward(params, prefix, input_ids, token_type_ids, eps, p_drop, rng, training):
-    # input_ids (B, T) int, token_type_ids (B, T) int
+    # input_ids (B, T) int, token_type_ids (B, T) int or None (no token-type embeddings)
     T = input_ids.shape[1]
     word = params[prefix + "embeddings.word_embeddings.weight"][input_ids]  # (B, T, H)
     word += params[prefix + "embeddings.position_embeddings.weight"][:T]  # (T, H) broadcast over B
-    word += params[prefix + "embeddings.token_type_embeddings.weight"][token_type_ids]  # (B, T, H)
+    if token_type_ids is not None:
+        word += params[prefix + "embeddings.token_type_embeddings.weight"][token_type_ids]  # (B, T, H)
     x, ln_cache = layernorm_forward(word, params[prefix + "embeddings.LayerNorm.weight"],
                                     params[prefix + "embeddings.LayerNorm.bias"], eps)  # (B, T, H)
     x, drop_mask = dropout_forward(x, p_drop, rng, training)  # (B, T, H)
@@ -51,7 +53,8 @@ def embedding_backward(dout, cache, params, grads, prefix, pad_token_id):
                             grads[prefix + "embeddings.LayerNorm.bias"])  # (B, T, H)
     T = dx.shape[1]
     grads[prefix + "embeddings.position_embeddings.weight"][:T] += dx.sum(axis=0)  # (T, H)
-    scatter_add_rows(grads[prefix + "embeddings.token_type_embeddings.weight"], token_type_ids, dx)
+    if token_type_ids is not None:
+        scatter_add_rows(grads[prefix + "embeddings.token_type_embeddings.weight"], token_type_ids, dx)
     not_pad = input_ids.reshape(-1) != pad_token_id  # (B*T,)
     scatter_add_rows(grads[prefix + "embeddings.word_embeddings.weight"], input_ids.reshape(-1)[not_pad],
                      dx.reshape(-1, dx.shape[-1])[not_pad])

@@ -45,19 +45,23 @@ class _MaskedLMBase(Model):
         cfg = self.config
         B, T, H = sequence_output.shape
         if labels is None:
-            logits, _ = mlm_head_forward(sequence_output.reshape(B * T, H), self.params, "bert.", cfg)
+            logits, _ = mlm_head_forward(sequence_output.reshape(B * T, H), self.bert_view(self.params), "bert.", cfg)
             return logits.reshape(B, T, cfg.vocab_size), None, None, None  # (B, T, V)
         labels = labels.reshape(-1)  # (B*T,), checked by check_targets
         positions = np.flatnonzero(labels != IGNORE_INDEX)  # (M,) flat indices of the tokens to predict
         h = sequence_output.reshape(B * T, H)[positions]  # (M, H)
-        logits, c_head = mlm_head_forward(h, self.params, "bert.", cfg)  # (M, V)
+        logits, c_head = mlm_head_forward(h, self.bert_view(self.params), "bert.", cfg)  # (M, V)
         loss, c_ce = cross_entropy_forward(logits, labels[positions])
         return logits, loss, positions, (positions, c_head, c_ce, (B, T, H))
 
-    def _mlm_backward(self, cache, loss_scale):
+    def _mlm_backward(self, cache, loss_scale, d_logits=None):
+        """d_logits (M, V): the gradient of another loss on the same logits (distillation), added in."""
         positions, c_head, c_ce, shape = cache
         dlogits = cross_entropy_backward(c_ce, loss_scale)  # (M, V)
-        dh = mlm_head_backward(dlogits, c_head, self.params, self.grads, "bert.", self.config)  # (M, H)
+        if d_logits is not None:
+            dlogits += d_logits
+        dh = mlm_head_backward(dlogits, c_head, self.bert_view(self.params), self.bert_view(self.grads), "bert.",
+                               self.config)  # (M, H)
         dseq = np.zeros(shape, dtype=self.dtype)  # (B, T, H)
         dseq.reshape(-1, shape[2])[positions] = dh  # each predicted position's row, written once into zeros
         return dseq
@@ -127,8 +131,13 @@ class BertForMaskedLM(_MaskedLMBase):
 
     __call__ = forward
 
-    def backward(self, loss_scale=1.0):
+    def backward(self, loss_scale=1.0, d_logits=None, d_last_hidden_state=None):
+        """d(loss_scale * loss)/d(param) into `grads`; a distillation loss adds its gradients w.r.t. the
+        prediction logits (M, V) and the last hidden state (B, T, H) through `d_logits`, `d_last_hidden_state`."""
         if self._cache is None:
             raise ValueError("backward() needs a forward() with labels first")
-        self.bert.backward(self._mlm_backward(self._cache, loss_scale), None)
+        dseq = self._mlm_backward(self._cache, loss_scale, d_logits)  # (B, T, H)
+        if d_last_hidden_state is not None:
+            dseq += d_last_hidden_state
+        self.bert.backward(dseq, None)
         self._cache = None
