@@ -11,7 +11,9 @@ from minibert.training.settings import OUTPUT_BIAS_INITS, PACKINGS, PretrainSett
 D = PretrainSettings()  # the defaults, shown in --help
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
+def add_arguments(parser: argparse.ArgumentParser, defaults: PretrainSettings | None = None) -> None:
+    """`defaults`: the settings whose values --help shows (`minibert distill` passes its own)."""
+    D = defaults if defaults is not None else PretrainSettings()  # noqa: N806  (shadows the module's D on purpose)
     parser.description = (
         "Pre-train a BERT from scratch on a corpus, on the CPU. With no options: the 'mini' model (~3M "
         "parameters) on 10,033 Wikipedia summaries for about 13 minutes (first run: plus ~1 minute to train a "
@@ -118,7 +120,7 @@ def run(args) -> int:
     return 0
 
 
-def _resume_settings(run_dir: Path, given: dict):
+def _resume_settings(run_dir: Path, given: dict, settings_class=PretrainSettings):
     from minibert.training.checkpointing import load_training_state
     from minibert.training.run_dir import latest_checkpoint
     settings_file = run_dir / "settings.json"
@@ -128,8 +130,8 @@ def _resume_settings(run_dir: Path, given: dict):
     if checkpoint is None:
         raise FileNotFoundError(f"--resume {run_dir}: the run has no checkpoint yet; start it again instead")
     state, _ = load_training_state(checkpoint)
-    saved = PretrainSettings.from_dict(state["settings"], source=str(checkpoint))
-    requested = PretrainSettings.from_dict({**saved.to_dict(), **given})
+    saved = settings_class.from_dict(state["settings"], source=str(checkpoint))
+    requested = settings_class.from_dict({**saved.to_dict(), **given})
     changed = requested.differences(saved)
     if changed:
         listing = ", ".join(f"--{n.replace('_', '-')} {getattr(requested, n)!r} (run has {getattr(saved, n)!r})"

@@ -65,14 +65,15 @@ def _bert_prefix(model) -> str:
 
 
 def student_from_teacher(teacher, layers, mlm_head: bool, seed: int = 0, dropout: float | None = None):
-    """A DistilBertForMaskedLM (mlm_head) or DistilBertModel with the teacher's width, layer j copied from
-    teacher layer layers[j], embeddings (type-0 row folded into the positions) and MLM head copied."""
+    """A DistilBertForMaskedLM (mlm_head) or DistilBertModel with the teacher's width and dtype, layer j copied
+    from teacher layer layers[j], embeddings (type-0 row folded into the positions) and MLM head copied."""
     layers = check_teacher_layers(layers, teacher.config.num_hidden_layers)
     overrides = {"num_hidden_layers": len(layers)}
     if dropout is not None:
         overrides.update(hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout)
     config = DistilBertConfig.from_bert(teacher.config, **overrides)
-    student = (DistilBertForMaskedLM if mlm_head else DistilBertModel)(config, seed=seed, init_weights=False)
+    student = (DistilBertForMaskedLM if mlm_head else DistilBertModel)(config, seed=seed, dtype=teacher.dtype,
+                                                                        init_weights=False)
     src, dst = teacher.bert_view(teacher.params), student.bert_view(student.params)
     t_prefix, s_prefix = _bert_prefix(teacher), _bert_prefix(student)
     layer_prefix = s_prefix + "encoder.layer."

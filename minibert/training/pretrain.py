@@ -115,8 +115,12 @@ def masked_batch(examples: list, masker: Masker, pad_id: int, rng) -> dict:
 
 
 def pretrain(settings: PretrainSettings, resume_checkpoint: Path | None = None, run_dir: Path | None = None,
-             log=print) -> dict:
-    """Run (or resume) pre-training; returns the summary also saved as RUN_DIR/summary.json."""
+             log=print, build_model=None) -> dict:
+    """Run (or resume) pre-training; returns the summary also saved as RUN_DIR/summary.json.
+
+    build_model(settings, resume_checkpoint or None) -> model trains another model the same way instead of a
+    BertForPreTraining from settings.config (`minibert distill`: a student and its teacher, minibert.distill);
+    its forward/backward take the same masked batches, its output may add `.parts` (extra losses to log)."""
     settings.validate()
     t_start = time.perf_counter()
     progress = not settings.quiet
@@ -135,7 +139,8 @@ def pretrain(settings: PretrainSettings, resume_checkpoint: Path | None = None, 
     # ---- model, optimizer, masking, data stream
     if resume_checkpoint:
         state, optimizer_state = load_training_state(resume_checkpoint)
-        model = BertForPreTraining.from_pretrained(resume_checkpoint, seed=settings.seed)
+        model = (build_model(settings, resume_checkpoint) if build_model else
+                 BertForPreTraining.from_pretrained(resume_checkpoint, seed=settings.seed))
         config = model.config
         if state.get("corpus") != corpus_fingerprint:
             raise ValueError(f"the corpus {', '.join(settings.corpus)} changed since {resume_checkpoint} was written "
@@ -143,6 +148,9 @@ def pretrain(settings: PretrainSettings, resume_checkpoint: Path | None = None, 
         if config.vocab_size != len(tok.vocab):
             raise ValueError(f"{resume_checkpoint}: the model has vocab_size {config.vocab_size} but its vocab.txt "
                              f"has {len(tok.vocab)} tokens")
+    elif build_model:
+        model = build_model(settings, None)
+        config = model.config
     else:
         config = model_config(settings, len(tok.vocab))
         model = BertForPreTraining(config, seed=settings.seed)
@@ -185,7 +193,8 @@ def pretrain(settings: PretrainSettings, resume_checkpoint: Path | None = None, 
             plan = make_plan(steps_that_fit(settings.minutes * 60, step_seconds, eval_seconds), settings, timed=True)
             how_long = f" (for now: {step_seconds:.2f} s per step measured, {settings.minutes:g} minutes)"
         log(f"run folder: {run_dir}")
-        log(f"model: {settings.config}, {model.num_parameters():,} parameters; objective {settings.objective}; "
+        log(f"model: {getattr(model, 'description', settings.config)}, {model.num_parameters():,} parameters; "
+            f"objective {settings.objective}; "
             f"{plan.total_steps:,} steps{how_long} of {settings.batch_size * settings.grad_accum} x {seq_len} "
             f"tokens, peak lr {settings.lr:g}, warmup {plan.warmup_steps:,} steps")
 
@@ -306,6 +315,8 @@ def _accumulate(window: Window, out, batch: dict, use_nsp: bool, grad_accum: int
     window.correct += int((out.prediction_logits.argmax(axis=-1) == targets).sum())
     window.masked += len(targets)
     window.tokens += int(batch["attention_mask"].sum())
+    for name, value in (out.get("parts") or {}).items():  # a distillation's separate losses
+        window.parts[name] = window.parts.get(name, 0.0) + value / grad_accum
     if use_nsp:
         nsl = batch["next_sentence_label"]
         window.nsp_loss += float(out.nsp_loss) / grad_accum
@@ -314,9 +325,13 @@ def _accumulate(window: Window, out, batch: dict, use_nsp: bool, grad_accum: int
 
 
 def _eval_line(step: int, m: dict) -> str:
-    line = f"step {step:>6,}  held-out: mlm loss {m['mlm_loss']:.3f}  ppl {m['ppl']:,.1f}  acc {m['mlm_acc']:.1%}"
+    line = f"step {step:>6,}  held-out:"
+    if m["masked_tokens"]:  # (a distillation of hidden states predicts no masked token)
+        line += f" mlm loss {m['mlm_loss']:.3f}  ppl {m['ppl']:,.1f}  acc {m['mlm_acc']:.1%}"
     if "nsp_acc" in m:
         line += f"  nsp acc {m['nsp_acc']:.1%}"
+    for name in sorted(k for k in m if k.endswith("_loss") and k not in ("mlm_loss", "nsp_loss")):
+        line += f"  {name[:-5]} {m[name]:.4f}"
     return line
 
 
