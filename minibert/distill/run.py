@@ -9,7 +9,7 @@ import math
 import time
 from pathlib import Path
 
-from minibert.distill.distiller import DEFAULT_WEIGHTS, WEIGHTS, Distiller
+from minibert.distill.distiller import DEFAULT_WEIGHTS, WEIGHTS, Distiller, check_weights
 from minibert.distill.settings import DistillSettings
 from minibert.distill.student import (check_teacher_layers, default_teacher_layers, has_mlm_head, load_teacher,
                                       student_from_teacher)
@@ -41,6 +41,7 @@ def resolve_settings(settings: DistillSettings, teacher_checkpoint: Path, teache
     for name in WEIGHTS:
         if getattr(settings, name) is None:
             setattr(settings, name, DEFAULT_WEIGHTS[settings.mode][name])
+    check_weights(settings.mode, settings.weights())
 
 
 def build_distiller(settings: DistillSettings, resume_checkpoint: Path | None):

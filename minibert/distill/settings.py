@@ -5,6 +5,7 @@ every checkpoint; `--resume` reads them back."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from minibert.distill.distiller import MODES, WEIGHTS
 from minibert.training.settings import PretrainSettings
@@ -12,6 +13,7 @@ from minibert.training.settings import PretrainSettings
 
 @dataclass
 class DistillSettings(PretrainSettings):
+    COMMAND: ClassVar[str] = "distill"  # the command that resumes a run (in messages)
     teacher: str = "minilm"              # a BERT folder, a run folder, or "minilm"
     student_layers: int | None = None    # None: half the teacher's (rounded up)
     teacher_layers: list[int] | None = None  # which teacher layers initialise the student; None: spread evenly

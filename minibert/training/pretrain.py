@@ -285,7 +285,7 @@ def pretrain(settings: PretrainSettings, resume_checkpoint: Path | None = None, 
         bar.close()
         latest = latest_checkpoint(run_dir)
         log(f"interrupted during step {done + 1:,}; " + (f"the latest checkpoint is {latest}; continue with: "
-            f"minibert pretrain --resume {run_dir}" if latest else "no checkpoint was saved yet"))
+            f"minibert {getattr(settings, 'COMMAND', 'pretrain')} --resume {run_dir}" if latest else "no checkpoint was saved yet"))
         raise
     finally:
         bar.close()
