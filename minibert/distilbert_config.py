@@ -39,6 +39,12 @@ class DistilBertConfig(BertConfig):
     attention_output_dropout: ClassVar[bool] = False
     has_token_types: ClassVar[bool] = False
 
+    def __post_init__(self) -> None:
+        # transformers' defaults for the task heads' dropout (config.json keys without a BertConfig field)
+        self.extra.setdefault("seq_classif_dropout", 0.2)
+        self.extra.setdefault("qa_dropout", 0.1)
+        super().__post_init__()
+
     def validate(self) -> None:
         super().validate()
         if self.layer_norm_eps != LAYER_NORM_EPS:
@@ -79,6 +85,4 @@ class DistilBertConfig(BertConfig):
         d.update({k: getattr(self, k) for k in SHARED_FIELDS})
         d["model_type"] = "distilbert"
         d["sinusoidal_pos_embds"] = False
-        d.setdefault("qa_dropout", 0.1)
-        d.setdefault("seq_classif_dropout", 0.2)
         return d

@@ -36,6 +36,8 @@ class FillMask:
                              f"fill in [MASK]s; use a model pre-trained with masked language modelling")
         architectures = json.loads((folder / "config.json").read_text(encoding="utf-8")).get("architectures") or []
         model_class = BertForPreTraining if "BertForPreTraining" in architectures else BertForMaskedLM
+        if "DistilBertForMaskedLM" in architectures:
+            from minibert.models.distilbert import DistilBertForMaskedLM as model_class
         return cls(model_class.from_pretrained(folder), WordPieceTokenizer.from_pretrained(folder))
 
     def __call__(self, text: str, top_k: int = 5) -> list[list[dict]]:
@@ -84,5 +86,5 @@ def fill_mask(model, tokenizer, text: str, top_k: int = 5) -> list[list[dict]]:
 
 def _has_mlm_head(folder: Path) -> bool:
     from minibert.io.checkpoint import TensorSource
-    return any(name.startswith(("cls.predictions.", "lm_head.")) or ".predictions." in name
+    return any(name.startswith(("cls.predictions.", "lm_head.", "vocab_transform.")) or ".predictions." in name
                for name in TensorSource(folder).names())

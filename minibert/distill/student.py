@@ -56,7 +56,7 @@ def load_teacher(checkpoint: Path, mlm_head: bool):
             config = BertConfig.from_json_file(Path(checkpoint) / "config.json")
             teacher = model_class(config, "mlm").from_pretrained(checkpoint)
         else:
-            teacher = load_body(checkpoint)
+            teacher = load_body(checkpoint, add_pooling_layer=False)
     return teacher.eval()
 
 

@@ -6,9 +6,11 @@ import warnings
 from pathlib import Path
 
 from minibert.config import BertConfig
+from minibert.models.auto import model_class
 from minibert.models.classification import BertForSequenceClassification, labels_from_config
 
 CLASSIFIER = ("classifier.weight", "classifier.bias")
+NEW_HEAD = CLASSIFIER + ("pre_classifier.weight", "pre_classifier.bias")  # DistilBERT's head has two layers
 
 
 def load_tokenizer(folder: Path):
@@ -17,7 +19,8 @@ def load_tokenizer(folder: Path):
 
 
 def load_for_finetuning(checkpoint: Path, label_names: list[str], seed: int = 0, log=print):
-    """A BertForSequenceClassification with the checkpoint's body and a classifier for `label_names`.
+    """A BertForSequenceClassification (DistilBertForSequenceClassification for a DistilBERT checkpoint) with the
+    checkpoint's body and a classifier for `label_names`.
 
     - a classifier checkpoint with exactly these labels: everything is loaded (training continues);
     - any other checkpoint (a pre-trained body, or a classifier for other labels): the body is loaded and the
@@ -25,18 +28,19 @@ def load_for_finetuning(checkpoint: Path, label_names: list[str], seed: int = 0,
     Checkpoint warnings other than the expected new classifier (e.g. a missing pooler) are passed on to `log`.
     """
     config = BertConfig.from_json_file(checkpoint)
+    classifier_class = model_class(config, "classifier")
     existing = labels_from_config(config)
     same_labels = existing is not None and list(existing.values()) == list(label_names)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         if same_labels:
-            model = BertForSequenceClassification.from_pretrained(checkpoint)
+            model = classifier_class.from_pretrained(checkpoint)
         else:
             # Load with the checkpoint's own head size (so a classifier of another shape is no error), then move
             # the body into a model with a fresh classifier of the right size.
             own_size = len(existing) if existing else 2
-            loaded = BertForSequenceClassification.from_pretrained(checkpoint, num_labels=own_size)
-            model = BertForSequenceClassification(loaded.config, num_labels=len(label_names), seed=seed)
+            loaded = classifier_class.from_pretrained(checkpoint, num_labels=own_size)
+            model = classifier_class(loaded.config, num_labels=len(label_names), seed=seed)
             for name, p in loaded.params.items():
                 if name not in CLASSIFIER:
                     model.params[name][...] = p
@@ -45,13 +49,13 @@ def load_for_finetuning(checkpoint: Path, label_names: list[str], seed: int = 0,
         message = str(w.message)
         if "newly initialised" in message:
             # The new head is the point of fine-tuning (said our way below); anything else missing is news.
-            others = [part for part in _listed(message) if part not in CLASSIFIER]
+            others = [part for part in _listed(message) if part not in NEW_HEAD]
             if others:
                 log(f"warning: {checkpoint}: {', '.join(others)} not in the checkpoint: newly initialised, "
                     f"trained from scratch now")
             continue
-        if "not used" in message and all(part.startswith(("cls.", "...")) for part in _listed(message)):
-            log("note: the checkpoint's pre-training heads (cls.*) are not part of a classifier; left out")
+        if "not used" in message and all(part.startswith(("cls.", "vocab_", "...")) for part in _listed(message)):
+            log("note: the checkpoint's pre-training heads (cls.* / vocab_*) are not part of a classifier; left out")
             continue
         log(f"warning: {message}")
     if not same_labels:
@@ -75,7 +79,7 @@ def load_classifier(checkpoint: Path, log=print) -> BertForSequenceClassificatio
                          f"(fine-tune one with 'minibert finetune')")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        model = BertForSequenceClassification.from_pretrained(checkpoint)
+        model = model_class(config, "classifier").from_pretrained(checkpoint)
     for w in caught:
         if "classifier.weight" in str(w.message):
             raise ValueError(f"{checkpoint}: the checkpoint has no trained classifier ({w.message})")

@@ -91,6 +91,11 @@ def test_a_teacher_without_mlm_head_is_distilled_by_hidden_states(setup):
     assert evals[-1]["pool_loss"] < evals[0]["pool_loss"] and evals[-1]["cos_loss"] < evals[0]["cos_loss"]
     config = json.loads((run / "checkpoints" / "step-000006" / "config.json").read_text())
     assert config["architectures"] == ["DistilBertModel"] and config["n_layers"] == 1
+    from minibert.embeddings import SentenceEncoder
+    student = SentenceEncoder.from_pretrained(run)  # a run folder: its latest checkpoint
+    teacher = SentenceEncoder.from_pretrained(tmp_path / "bare-teacher")
+    texts = ["the red fox eats fish .", "every owl is grey ."]
+    assert student.encode(texts).shape == teacher.encode(texts).shape == (2, 128)
 
 
 @pytest.mark.parametrize("extra,message", [
