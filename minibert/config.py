@@ -98,7 +98,7 @@ class BertConfig:
             from minibert.distilbert_config import DistilBertConfig
             return DistilBertConfig.from_dict(d, source)
         if d.get("model_type", "bert") != "bert":
-            raise ValueError(f"{source}: model_type is {d.get('model_type')!r}, expected 'bert'")
+            raise ValueError(f"{source}: model_type is {d.get('model_type')!r}, expected 'bert' or 'distilbert'")
         names = {f.name for f in dataclasses.fields(cls)} - {"extra"}
         known = {k: v for k, v in d.items() if k in names}
         extra = {k: v for k, v in d.items() if k not in names}

@@ -102,22 +102,21 @@ class Distiller:
         input_ids = np.asarray(input_ids)
         mask = np.ones_like(input_ids) if attention_mask is None else np.asarray(attention_mask)
         w = self.weights
+        logits = positions = c_kd = None
+        mlm_loss, parts = 0.0, {}
         if self.mode == "hidden":
             if labels is not None:  # put the masked tokens back: this objective learns no MLM
                 input_ids = np.where(labels != IGNORE_INDEX, labels, input_ids)
             t_out = self._teacher(input_ids, mask, None)
-            s_out = self.student.forward(input_ids, None, mask)
-            s_hidden, logits, positions, mlm_loss, parts = s_out.last_hidden_state, None, None, 0.0, {}
-            c_kd = None
+            s_hidden = self.student.forward(input_ids, None, mask).last_hidden_state  # (B, T, H)
         else:
             if labels is None:
                 raise ValueError("the mlm distillation needs labels (the masked positions)")
             t_out = self._teacher(input_ids, mask, labels)
             s_out = self.student.forward(input_ids, None, mask, labels=labels, output_hidden_states=True)
-            s_hidden, logits, positions, mlm_loss = s_out.hidden_states[-1], s_out.prediction_logits, \
-                s_out.masked_positions, float(s_out.loss)
-            kd, c_kd = L.soft_target_forward(logits, t_out.prediction_logits, self.temperature)
-            parts = {"kd_loss": kd}
+            s_hidden, mlm_loss = s_out.hidden_states[-1], float(s_out.loss)  # (B, T, H)
+            logits, positions = s_out.prediction_logits, s_out.masked_positions  # (M, V), (M,)
+            parts["kd_loss"], c_kd = L.soft_target_forward(logits, t_out.prediction_logits, self.temperature)
         t_hidden = t_out.hidden_states[-1]  # (B, T, H)
         caches = {}
         for part, weight, forward, _ in HIDDEN_LOSSES:

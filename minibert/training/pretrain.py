@@ -199,7 +199,8 @@ def pretrain(settings: PretrainSettings, resume_checkpoint: Path | None = None, 
             f"tokens, peak lr {settings.lr:g}, warmup {plan.warmup_steps:,} steps")
 
     # ---- the loop
-    bar = tqdm(total=plan.total_steps, initial=start_step, desc="pre-training", unit="step", disable=not progress,
+    desc = {"distill": "distilling"}.get(getattr(settings, "COMMAND", "pretrain"), "pre-training")
+    bar = tqdm(total=plan.total_steps, initial=start_step, desc=desc, unit="step", disable=not progress,
                dynamic_ncols=True)
     say = bar.write if progress else log  # lines printed during training must not break the progress bar
     last_eval, stopped_early, done, step_times = None, None, start_step, []
@@ -258,8 +259,9 @@ def pretrain(settings: PretrainSettings, resume_checkpoint: Path | None = None, 
                 record = window.record(lr, grad_norm)
                 metrics.append({"step": done, "split": "train", **record, "epoch": stream.epoch,
                                 "elapsed": elapsed()})
-                bar.set_postfix(loss=f"{record['loss']:.3f}", acc=f"{record['mlm_acc']:.3f}",
-                                tok_s=f"{record['tokens_per_s']:,.0f}", lr=f"{lr:.2e}")
+                accuracy = {"acc": f"{record['mlm_acc']:.3f}"} if window.masked else {}  # none: hidden distillation
+                bar.set_postfix(loss=f"{record['loss']:.3f}", **accuracy, tok_s=f"{record['tokens_per_s']:,.0f}",
+                                lr=f"{lr:.2e}")
                 window.reset()
             if done % plan.eval_every == 0 or done == plan.total_steps:
                 last_eval = evaluate(model, eval_batches, use_nsp)
