@@ -16,6 +16,9 @@ The teacher only runs forward; its weights get no gradient and stay in eval mode
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
+
 import numpy as np
 
 from minibert.distill import losses as L
@@ -84,7 +87,12 @@ class Distiller:
         return self.student.num_parameters()
 
     def save_pretrained(self, path):
+        """The student; with a sentence-transformers teacher also its sentence_bert_config.json, so the student
+        embeds with the teacher's max_seq_length (checkpoint folders are written whole, then renamed)."""
         self.student.save_pretrained(path)
+        settings = Path(getattr(self.teacher, "name_or_path", "") or ".") / "sentence_bert_config.json"
+        if settings.is_file():
+            shutil.copyfile(settings, Path(path) / settings.name)
 
     # ---- the losses
     def _teacher(self, input_ids, attention_mask, labels):

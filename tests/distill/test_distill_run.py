@@ -26,6 +26,7 @@ def setup(tmp_path, monkeypatch):
     corpus = write_corpus(tmp_path / "animals.txt", synthetic_documents(60))
     make_tiny_checkpoint(tmp_path / "mlm-teacher", VOCAB, cls=BertForMaskedLM, num_hidden_layers=3)
     make_tiny_checkpoint(tmp_path / "bare-teacher", VOCAB, cls=BertModel, num_hidden_layers=3)
+    (tmp_path / "bare-teacher" / "sentence_bert_config.json").write_text('{"max_seq_length": 12}')
     return tmp_path, corpus
 
 
@@ -96,6 +97,7 @@ def test_a_teacher_without_mlm_head_is_distilled_by_hidden_states(setup):
     teacher = SentenceEncoder.from_pretrained(tmp_path / "bare-teacher")
     texts = ["the red fox eats fish .", "every owl is grey ."]
     assert student.encode(texts).shape == teacher.encode(texts).shape == (2, 128)
+    assert student.max_length == teacher.max_length == 12  # the teacher's sentence_bert_config.json came along
 
 
 @pytest.mark.parametrize("extra,message", [
