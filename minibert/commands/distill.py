@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
-from pathlib import Path
 
 from minibert.commands import pretrain as pretrain_command
 from minibert.distill.settings import DistillSettings
@@ -68,21 +66,12 @@ def _given(args) -> dict:
 
 def run(args) -> int:
     from minibert.distill.run import distill
-    from minibert.training.pretrain import TrainingStopped
     refused = [name for name in NOT_FOR_DISTILL if getattr(args, name, None) not in (None, False)]
     if refused:
         raise ValueError(f"--{refused[0].replace('_', '-')} is a pre-training option; a student's size and "
                          f"tokenizer come from its --teacher (and --student-layers)")
-    given = _given(args)
-    if args.resume:
-        settings, checkpoint, run_dir = pretrain_command._resume_settings(Path(args.resume), given, DistillSettings)
-    else:
-        settings, checkpoint, run_dir = DistillSettings(**given), None, None
-    settings.validate()
-    try:
-        summary = distill(settings, resume_checkpoint=checkpoint, run_dir=run_dir)
-    except TrainingStopped as e:
-        print(f"minibert distill: {e}", file=sys.stderr)
+    summary = pretrain_command.start_or_resume(args, _given(args), DistillSettings, distill)
+    if summary is None:
         return 1
     _print_summary(summary)
     return 0

@@ -103,21 +103,28 @@ def _given(args) -> dict:
 
 
 def run(args) -> int:
-    from minibert.training.pretrain import TrainingStopped, pretrain
-    given = _given(args)
-    if args.resume:
-        settings, checkpoint, run_dir = _resume_settings(Path(args.resume), given)
-    else:
-        settings = PretrainSettings(**given)
-        checkpoint = run_dir = None
-    settings.validate()
-    try:
-        summary = pretrain(settings, resume_checkpoint=checkpoint, run_dir=run_dir)
-    except TrainingStopped as e:
-        print(f"minibert pretrain: {e}", file=sys.stderr)
+    from minibert.training.pretrain import pretrain
+    summary = start_or_resume(args, _given(args), PretrainSettings, pretrain)
+    if summary is None:
         return 1
     _print_summary(summary, show_examples=not args.no_examples)
     return 0
+
+
+def start_or_resume(args, given: dict, settings_class, train) -> dict | None:
+    """New settings from the options `given`, or a run's saved ones with --resume; then `train(settings,
+    resume_checkpoint=, run_dir=)`. Returns its summary, or None when training stopped (said on stderr)."""
+    from minibert.training.pretrain import TrainingStopped
+    if args.resume:
+        settings, checkpoint, run_dir = _resume_settings(Path(args.resume), given, settings_class)
+    else:
+        settings, checkpoint, run_dir = settings_class(**given), None, None
+    settings.validate()
+    try:
+        return train(settings, resume_checkpoint=checkpoint, run_dir=run_dir)
+    except TrainingStopped as e:
+        print(f"minibert {getattr(settings, 'COMMAND', 'pretrain')}: {e}", file=sys.stderr)
+        return None
 
 
 def _resume_settings(run_dir: Path, given: dict, settings_class=PretrainSettings):

@@ -2,7 +2,6 @@
 between the bare and the MLM class, and refuse to load into a BERT class."""
 
 import json
-import warnings
 
 import numpy as np
 import pytest
@@ -11,6 +10,7 @@ from minibert import BertModel
 from minibert.distilbert_config import DistilBertConfig
 from minibert.io.checkpoint import CheckpointWarning
 from minibert.models.distilbert import DistilBertForMaskedLM, DistilBertModel
+from test_checkpoint_transformers import batch, randomised  # the same inputs and weight noise as for BERT
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
@@ -19,22 +19,6 @@ transformers = pytest.importorskip("transformers")
 def tiny_config():
     return DistilBertConfig(vocab_size=120, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
                             intermediate_size=48, max_position_embeddings=32)
-
-
-def batch():
-    rng = np.random.default_rng(3)
-    ids = rng.integers(1, 120, (3, 10))
-    mask = np.ones_like(ids)
-    mask[1, 7:] = 0
-    mask[2, 4:] = 0
-    return ids, mask
-
-
-def randomised(model, seed=0):
-    rng = np.random.default_rng(seed)
-    for p in model.params.values():
-        p += rng.normal(0, 0.05, p.shape).astype(p.dtype)
-    return model.eval()
 
 
 def hf_run(hf, ids, mask):
