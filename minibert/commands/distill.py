@@ -17,6 +17,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     for action in parser._actions:  # shared options, minus those above (hidden; refused if given)
         if action.dest in NOT_FOR_DISTILL:
             action.help = argparse.SUPPRESS
+        elif action.dest == "name":
+            action.help = "run folder name [distil-<teacher>-L<K>-<corpus>-<date>-<time>]"
     parser.description = (
         "Distil a teacher BERT into a smaller DistilBERT student (Sanh et al. 2019): the student takes a subset of "
         "the teacher's layers (every other one, spread evenly) and its embeddings (no token types, no pooler), then "

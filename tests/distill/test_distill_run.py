@@ -113,3 +113,15 @@ def test_bad_options_fail_with_one_line(setup, capsys, extra, message):
     err = capsys.readouterr().err
     assert message in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "runs" / "bad").exists()  # refused before any work
+
+
+def test_help_lists_the_distillation_options_and_hides_pretraining_ones(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["distill", "--help"])
+    assert e.value.code == 0
+    text = capsys.readouterr().out
+    for option in ("--teacher", "--student-layers", "--teacher-layers", "--temperature", "--alpha-ce", "--alpha-pool",
+                   "--corpus", "--minutes", "--resume", "[0.0001]"):  # the distillation's own lr default
+        assert option in text
+    for option in ("--config", "--objective", "--tokenizer", "--output-bias"):
+        assert option not in text
