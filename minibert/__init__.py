@@ -14,8 +14,12 @@ from minibert.models import BertForQuestionAnswering, BertForTokenClassification
 from minibert.optim import AdamW, clip_grad_norm, linear_warmup_decay
 from minibert.tokenizer import WordPieceTokenizer, train_wordpiece
 from minibert.embeddings import SentenceEncoder, encode_sentences
+from minibert.distilbert_config import DistilBertConfig
+from minibert.models.distilbert import DistilBertForMaskedLM, DistilBertModel
+from minibert.models.distilbert_classification import DistilBertForSequenceClassification
 
 __all__ = ["BertConfig", "BertModel", "BertForSequenceClassification", "BertForPreTraining", "BertForMaskedLM",
            "BertForTokenClassification", "BertForQuestionAnswering", "AdamW", "clip_grad_norm",
            "linear_warmup_decay", "keep_freed_memory", "WordPieceTokenizer", "train_wordpiece",
-           "SentenceEncoder", "encode_sentences"]
+           "SentenceEncoder", "encode_sentences", "DistilBertConfig", "DistilBertModel", "DistilBertForMaskedLM",
+           "DistilBertForSequenceClassification"]

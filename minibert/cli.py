@@ -14,6 +14,7 @@ import sys
 # command -> (module, one-line help). Keep in the order a newcomer meets them.
 COMMANDS: dict[str, tuple[str, str]] = {
     "pretrain": ("minibert.commands.pretrain", "pre-train a BERT (MLM, optional NSP) on a corpus"),
+    "distill": ("minibert.commands.distill", "distil a BERT into a smaller DistilBERT student (teacher -> student)"),
     "fill-mask": ("minibert.commands.fill_mask", "fill in [MASK] tokens with a trained model"),
     "params": ("minibert.commands.params", "print the parameter table of a config"),
     "shapes": ("minibert.commands.shapes", "print every tensor's shape on a batch's way through the model"),

@@ -25,7 +25,10 @@ SUPPORTED_ACTIVATIONS = tuple(ACTIVATIONS)  # gelu (exact erf), gelu_new / gelu_
 #   albert                 factorised embeddings (embedding_size), one layer's weights shared by every layer
 #   electra                BERT's body under ELECTRA's Hugging Face names (models/electra.py: the names are kept
 #                          as they are, no renaming); the config may have an embedding_size
-MODEL_TYPES = ("bert", "roberta", "roberta-prelayernorm", "albert", "electra")
+#   distilbert             BERT's post-LN body without token types, pooler or the dropout after the attention
+#                          output; its config.json has other field names, so it is a DistilBertConfig
+#                          (distilbert_config.py), its models read BERT's names through a view (models/distilbert.py)
+MODEL_TYPES = ("bert", "roberta", "roberta-prelayernorm", "albert", "electra", "distilbert")
 
 # name -> (num_hidden_layers, hidden_size, num_attention_heads, intermediate_size, vocab_size, max_position_embeddings)
 PRESETS: dict[str, tuple[int, int, int, int, int, int]] = {
@@ -102,6 +105,9 @@ class BertConfig:
         if self.model_type not in MODEL_TYPES:
             raise ValueError(f"BertConfig.model_type {self.model_type!r} is not supported; expected one of "
                              f"{', '.join(MODEL_TYPES)}")
+        if self.model_type == "distilbert" and not hasattr(type(self), "has_token_types"):
+            raise ValueError("BertConfig.model_type 'distilbert' needs a DistilBertConfig "
+                             "(minibert.distilbert_config), which reads and writes DistilBERT's field names")
         if self.roberta_positions and self.max_position_embeddings <= self.pad_token_id + 1:
             raise ValueError(f"BertConfig.max_position_embeddings ({self.max_position_embeddings}) leaves no position "
                              f"for a token: {self.model_type} positions start at pad_token_id + 1 "
@@ -163,6 +169,9 @@ class BertConfig:
     # ---------------------------------------------------------------- config.json
     @classmethod
     def from_dict(cls, d: dict[str, Any], source: str = "config") -> "BertConfig":
+        if d.get("model_type") == "distilbert" and cls is BertConfig:  # same encoder, other field names
+            from minibert.distilbert_config import DistilBertConfig
+            return DistilBertConfig.from_dict(d, source)
         if d.get("model_type", "bert") not in MODEL_TYPES:
             raise ValueError(f"{source}: model_type is {d.get('model_type')!r}, expected one of "
                              f"{', '.join(MODEL_TYPES)}")

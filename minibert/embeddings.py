@@ -28,12 +28,12 @@ BUILTIN_MODELS = ("minilm",)  # names accepted in place of a folder
 
 
 def resolve_model_dir(name_or_path: str | os.PathLike) -> Path:
-    """A checkpoint folder, a pre-training run folder (its latest checkpoint), or the built-in name "minilm"
-    (all-MiniLM-L6-v2 from its pip package)."""
+    """A checkpoint folder, a run folder (pre-training or distillation: its latest checkpoint), or the built-in
+    name "minilm" (all-MiniLM-L6-v2 from its pip package)."""
     path = Path(name_or_path)
     if path.is_dir() and not (path / "config.json").is_file() and (path / "checkpoints").is_dir():
         from minibert.finetune.model_source import resolve_checkpoint
-        return resolve_checkpoint(str(path))  # a pre-training run folder: its latest checkpoint
+        return resolve_checkpoint(str(path))
     if path.is_dir():
         return path
     if str(name_or_path).lower() in BUILTIN_MODELS:
@@ -99,7 +99,7 @@ class SentenceEncoder:
         """
         from minibert.config import BertConfig
         from minibert.io.checkpoint import CheckpointWarning
-        from minibert.models import BertModel
+        from minibert.models.auto import load_body
 
         folder = resolve_model_dir(name_or_path)
         config = BertConfig.from_json_file(folder / "config.json")  # a bad config fails before the vocabulary is read
@@ -110,7 +110,8 @@ class SentenceEncoder:
             max_length = _sentence_transformers_max_length(folder)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", CheckpointWarning)
-            model = BertModel.from_pretrained(folder, dtype=dtype, add_pooling_layer=pooler)
+            # a BERT (with its pooler, unused here) or a DistilBERT (none)
+            model = load_body(folder, dtype=dtype, add_pooling_layer=pooler)
         for w in caught:  # heads of a pre-training checkpoint are unused here, by design: say nothing about them
             if not (issubclass(w.category, CheckpointWarning) and "not used by" in str(w.message)):
                 warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)

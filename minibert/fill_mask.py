@@ -43,6 +43,8 @@ class FillMask:
         model_class = BertForPreTraining if with_pair_head else BertForMaskedLM
         if "ElectraForMaskedLM" in architectures:
             from minibert.models.electra import ElectraForMaskedLM as model_class
+        if "DistilBertForMaskedLM" in architectures:
+            from minibert.models.distilbert import DistilBertForMaskedLM as model_class
         return cls(model_class.from_pretrained(folder), WordPieceTokenizer.from_pretrained(tokenizer_folder))
 
     def __call__(self, text: str, top_k: int = 5) -> list[list[dict]]:
@@ -91,7 +93,8 @@ def fill_mask(model, tokenizer, text: str, top_k: int = 5) -> list[list[dict]]:
 
 def _has_mlm_head(folder: Path) -> bool:
     from minibert.io.checkpoint import TensorSource
-    return any(name.startswith(("cls.predictions.", "lm_head.", "predictions.", "generator_lm_head.")) or ".predictions." in name
+    return any(name.startswith(("cls.predictions.", "lm_head.", "predictions.", "generator_lm_head.",
+                                "vocab_transform.")) or ".predictions." in name
                for name in TensorSource(folder).names())
 
 

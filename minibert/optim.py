@@ -23,8 +23,8 @@ BLOCK = 1 << 17
 
 
 def default_no_decay(name: str) -> bool:
-    """BERT does not decay biases or LayerNorm weights."""
-    return name.endswith("bias") or "LayerNorm" in name
+    """BERT does not decay biases or LayerNorm weights (DistilBERT calls some of them *_layer_norm)."""
+    return name.endswith("bias") or "LayerNorm" in name or "layer_norm" in name
 
 
 class AdamW:

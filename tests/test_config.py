@@ -77,3 +77,13 @@ def test_descendant_presets_and_model_types(tmp_path):
         BertConfig.from_json_file(tmp_path)
     with pytest.raises(ValueError, match="model_type 'electrum' is not supported"):
         BertConfig(model_type="electrum")
+
+
+def test_model_type_distilbert_needs_its_own_config_class():
+    from minibert.distilbert_config import DistilBertConfig
+    with pytest.raises(ValueError, match="model_type 'distilbert' needs a DistilBertConfig"):
+        BertConfig(model_type="distilbert")
+    config = BertConfig.from_dict(DistilBertConfig(vocab_size=50, hidden_size=8, num_attention_heads=2,
+                                                   intermediate_size=16, num_hidden_layers=1).to_dict())
+    assert isinstance(config, DistilBertConfig) and config.model_type == "distilbert"
+    assert config.layer_norm_position == "post" and not config.roberta_positions and not config.shared_layers

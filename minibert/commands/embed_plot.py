@@ -41,14 +41,14 @@ def run(args) -> int:
     model_dir = resolve_model_folder(args.model)
 
     from minibert.io.checkpoint import CheckpointWarning
-    from minibert.models import BertModel
+    from minibert.models.auto import load_body
     from minibert.tokenizer import WordPieceTokenizer
     from minibert.viz.embed_plot import cosine_neighbours, pca_2d, plot_embeddings, word_vectors
     from minibert.viz.model_select import model_label
     tokenizer = WordPieceTokenizer.from_pretrained(args.tokenizer or model_dir)
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*not used by.*", category=CheckpointWarning)
-        model = BertModel.from_pretrained(model_dir, add_pooling_layer=False)
+        model = load_body(model_dir, add_pooling_layer=False)  # BERT or DistilBERT
     embeddings = model.params["embeddings.word_embeddings.weight"]  # (V, H)
     if tokenizer.vocab_size != embeddings.shape[0]:
         raise ValueError(f"the tokenizer has {tokenizer.vocab_size} tokens but the model's word embeddings have "

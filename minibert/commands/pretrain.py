@@ -12,7 +12,9 @@ from minibert.training.settings import OUTPUT_BIAS_INITS, PACKINGS, PretrainSett
 D = PretrainSettings()  # the defaults, shown in --help
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
+def add_arguments(parser: argparse.ArgumentParser, defaults: PretrainSettings | None = None) -> None:
+    """`defaults`: the settings whose values --help shows (`minibert distill` passes its own)."""
+    D = defaults if defaults is not None else PretrainSettings()  # noqa: N806  (shadows the module's D on purpose)
     parser.description = (
         "Pre-train a BERT from scratch on a corpus, on the CPU. With no options: the 'mini' model (~3M "
         "parameters) on 10,033 Wikipedia summaries for about 13 minutes (first run: plus ~1 minute to train a "
@@ -116,29 +118,39 @@ def _given(args) -> dict:
 
 
 def run(args) -> int:
+    from minibert.training.pretrain import pretrain
+
+    def report(summary, settings):
+        _print_summary(summary, show_examples=not args.no_examples, objective=settings.objective)
+    return start_or_resume(args, _given(args), PretrainSettings, pretrain, report)
+
+
+def start_or_resume(args, given: dict, settings_class, train, report) -> int:
+    """New settings from the options `given`, or a run's saved ones with --resume; then `train(settings,
+    resume_checkpoint=, run_dir=, comm=)` (on every rank under mpiexec/srun, docs/scaling.md) and, on rank 0,
+    `report(summary, settings)`. Returns the exit code: 1 when training stopped (said on stderr)."""
     from minibert.training.distributed import communicator
-    from minibert.training.pretrain import TrainingStopped, pretrain
-    comm = communicator()  # several processes only under mpiexec/srun (docs/scaling.md)
-    with comm.abort_on_error("minibert pretrain"):  # one rank failing ends them all: none waits forever
-        given = _given(args)
+    from minibert.training.pretrain import TrainingStopped
+    command = f"minibert {getattr(settings_class, 'COMMAND', 'pretrain')}"
+    comm = communicator()  # several processes only under mpiexec/srun
+    with comm.abort_on_error(command):  # one rank failing ends them all: none waits forever
         if args.resume:
-            settings, checkpoint, run_dir = _resume_settings(Path(args.resume), given)
+            settings, checkpoint, run_dir = _resume_settings(Path(args.resume), given, settings_class)
         else:
-            settings = PretrainSettings(**given)
-            checkpoint = run_dir = None
+            settings, checkpoint, run_dir = settings_class(**given), None, None
         settings.validate()
         try:
-            summary = pretrain(settings, resume_checkpoint=checkpoint, run_dir=run_dir, comm=comm)
+            summary = train(settings, resume_checkpoint=checkpoint, run_dir=run_dir, comm=comm)
         except TrainingStopped as e:  # raised by every rank at the same step (it is decided on summed numbers)
             if comm.is_root:
-                print(f"minibert pretrain: {e}", file=sys.stderr)
+                print(f"{command}: {e}", file=sys.stderr)
             return 1
         if comm.is_root:
-            _print_summary(summary, show_examples=not args.no_examples, objective=settings.objective)
+            report(summary, settings)
     return 0
 
 
-def _resume_settings(run_dir: Path, given: dict):
+def _resume_settings(run_dir: Path, given: dict, settings_class=PretrainSettings):
     from minibert.training.checkpointing import load_training_state
     from minibert.training.run_dir import latest_checkpoint
     settings_file = run_dir / "settings.json"
@@ -148,8 +160,8 @@ def _resume_settings(run_dir: Path, given: dict):
     if checkpoint is None:
         raise FileNotFoundError(f"--resume {run_dir}: the run has no checkpoint yet; start it again instead")
     state, _ = load_training_state(checkpoint)
-    saved = PretrainSettings.from_dict(state["settings"], source=str(checkpoint))
-    requested = PretrainSettings.from_dict({**saved.to_dict(), **given})
+    saved = settings_class.from_dict(state["settings"], source=str(checkpoint))
+    requested = settings_class.from_dict({**saved.to_dict(), **given})
     changed = requested.differences(saved)
     if changed:
         listing = ", ".join(f"--{n.replace('_', '-')} {getattr(requested, n)!r} (run has {getattr(saved, n)!r})"

@@ -7,11 +7,22 @@ import warnings
 from pathlib import Path
 
 from minibert.config import BertConfig
+from minibert.models.auto import model_class
 from minibert.models.classification import BertForSequenceClassification, labels_from_config
 
 # Weights of other heads a checkpoint may carry; a model without that head leaves them out (a note, no warning).
 OTHER_HEADS = ("cls.", "bert.pooler.", "pooler.", "classifier.", "qa_outputs.", "discriminator_predictions.",
-               "...")  # (ELECTRA's replaced-token head too)
+               "vocab_", "...")  # (ELECTRA's replaced-token head and DistilBERT's MLM head too)
+
+
+def _family_class(config, cls, checkpoint):
+    """`cls` for a BERT-family checkpoint; its DistilBERT version for a DistilBERT one (models/auto.py)."""
+    if config.model_type != "distilbert":
+        return cls
+    if cls is not BertForSequenceClassification:
+        raise ValueError(f"{checkpoint}: a DistilBERT checkpoint can be fine-tuned as a sequence classifier only; "
+                         f"minibert has no DistilBERT version of {cls.__name__}")
+    return model_class(config, "classifier")
 
 
 def load_tokenizer(folder: Path):
@@ -22,7 +33,8 @@ def load_tokenizer(folder: Path):
 def load_for_finetuning(checkpoint: Path, label_names: list[str] | None, seed: int = 0, log=print,
                         cls=BertForSequenceClassification):
     """A `cls` (BertForSequenceClassification, BertForTokenClassification, or BertForQuestionAnswering with
-    label_names None) with the checkpoint's body and a head for `label_names`.
+    label_names None; DistilBertForSequenceClassification for a DistilBERT checkpoint) with the checkpoint's body
+    and a head for `label_names`.
 
     - a classifier checkpoint with exactly these labels: everything is loaded (training continues);
     - any other checkpoint (a pre-trained body, or a classifier for other labels): the body is loaded and the
@@ -35,6 +47,7 @@ def load_for_finetuning(checkpoint: Path, label_names: list[str] | None, seed: i
                          f"hidden_size {config.hidden_size}: BERT's classifier has no place for its "
                          f"embeddings_project, so fine-tuning it is not supported (pre-train with embedding_size = "
                          f"hidden_size)")
+    cls = _family_class(config, cls, checkpoint)
     existing = labels_from_config(config)
     head = cls.head_names
     architecture = (config.extra.get("architectures") or [cls.__name__])[0]
@@ -77,7 +90,7 @@ def load_for_finetuning(checkpoint: Path, label_names: list[str] | None, seed: i
         model.config.model_type = "bert"
     if label_names is not None:
         model.set_labels(label_names)
-    if cls is BertForSequenceClassification:
+    if issubclass(cls, BertForSequenceClassification):
         model.config.extra["problem_type"] = "single_label_classification"
     return model
 
@@ -91,6 +104,7 @@ def _listed(message: str) -> list[str]:
 def load_classifier(checkpoint: Path, log=print, cls=BertForSequenceClassification):
     """A fine-tuned model for prediction; a classifier's config must name the labels."""
     config = BertConfig.from_json_file(checkpoint)
+    cls = _family_class(config, cls, checkpoint)
     head = cls.head_names
     if hasattr(cls, "set_labels") and labels_from_config(config) is None:
         raise ValueError(f"{checkpoint / 'config.json'}: no id2label: this is not a fine-tuned classifier "

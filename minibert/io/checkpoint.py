@@ -62,16 +62,24 @@ def load_pretrained(cls, path, dtype=np.float32, **kwargs):
         raise FileNotFoundError(f"{folder}: no such checkpoint folder (expected a folder with {CONFIG_NAME} and "
                                 f"{WEIGHTS_NAME})")
     config = BertConfig.from_json_file(folder / CONFIG_NAME)
+    # BERT's classes load every family that keeps BERT's names (roberta, albert, electra bodies: io/families.py);
+    # DistilBERT's names differ, so its classes and its checkpoints go together only.
+    model_type, wanted = config.model_type, getattr(cls, "model_type", "bert")
+    if (model_type == "distilbert") != (wanted == "distilbert"):
+        raise ValueError(f"{folder / CONFIG_NAME}: model_type is {model_type!r}, but {cls.__name__} loads "
+                         f"{wanted!r} checkpoints (minibert.models.auto picks the class from config.json)")
     kwargs = _kwargs_from_config(cls, config, kwargs)
     source = TensorSource(folder)  # validates the safetensors headers: shapes are known before any data is read
     # The encoder's shapes follow from config.json alone: check them before building the model, so a wrong
     # file fails before any large allocation.
-    _check_shapes(source, bert_param_shapes(config, cls.base_prefix, project_name=getattr(cls, "project_name", None)),
-                  cls.base_prefix, config, folder)
+    family = getattr(cls, "family_prefix", "bert.")
+    expected = (cls.expected_shapes(config) if hasattr(cls, "expected_shapes")
+                else bert_param_shapes(config, cls.base_prefix, project_name=getattr(cls, "project_name", None)))
+    _check_shapes(source, expected, cls.base_prefix, config, folder, family)
 
     model = cls(config, dtype=dtype, init_weights=False, **kwargs)  # zeros: the checkpoint overwrites them
     mapping, unexpected = _check_shapes(source, {k: p.shape for k, p in model.params.items()}, model.base_prefix,
-                                        config, folder)
+                                        config, folder, family)
     if not mapping:
         raise ValueError(f"{source.label}: none of its {len(source.names())} tensors is a {cls.__name__} parameter "
                          f"(first: {source.names()[:3]}); is it a BERT checkpoint?")
@@ -105,8 +113,9 @@ def _kwargs_from_config(cls, config, kwargs):
     return kwargs
 
 
-def map_keys(file_keys, param_keys, base_prefix, model_type="bert"):
+def map_keys(file_keys, param_keys, base_prefix, model_type="bert", family="bert."):
     """Match checkpoint names to parameter names. Returns ({file_key: param_key}, [unexpected file keys]).
+    `family` is the body's prefix in task models ("bert.", "distilbert."): stripped for a bare model.
 
     Buffers (position_ids) are dropped silently; the decoder keys are left for `_handle_tied_keys`. A family's
     own names (roberta., albert., lm_head. ...) are first renamed to minibert's (io/families.py).
@@ -120,8 +129,8 @@ def map_keys(file_keys, param_keys, base_prefix, model_type="bert"):
         candidates = [name]
         if base_prefix and not name.startswith(base_prefix):
             candidates.append(base_prefix + name)  # BertModel-only file into a task model
-        if not base_prefix and name.startswith("bert."):
-            candidates.append(name[len("bert."):])  # task-model file into a bare BertModel
+        if not base_prefix and name.startswith(family):
+            candidates.append(name[len(family):])  # task-model file into a bare model
         if base_prefix != "electra." and name.startswith("electra."):
             # an ELECTRA discriminator's body is a BERT body (when its embeddings need no projection): fine-tuning
             # and embedding use it
@@ -131,7 +140,7 @@ def map_keys(file_keys, param_keys, base_prefix, model_type="bert"):
             unexpected.append(key)
         elif match in mapping.values():
             raise ValueError(f"two tensors of the checkpoint map to parameter {match!r} (one is {key!r}); "
-                             f"a file should have the 'bert.' prefix on all encoder tensors or on none")
+                             f"a file should have the {family!r} prefix on all encoder tensors or on none")
         else:
             mapping[key] = match
     return mapping, unexpected
@@ -147,9 +156,9 @@ def _modern_name(key):
     return key
 
 
-def _check_shapes(source, expected_shapes, base_prefix, config, folder):
+def _check_shapes(source, expected_shapes, base_prefix, config, folder, family="bert."):
     """Map the file's names onto `expected_shapes`' and check every shape and dtype; returns map_keys' result."""
-    mapping, unexpected = map_keys(source.names(), expected_shapes, base_prefix, config.model_type)
+    mapping, unexpected = map_keys(source.names(), expected_shapes, base_prefix, config.model_type, family)
     # The embedding matrix first: a vocabulary mismatch is the likeliest cause of any other shape error.
     for file_key, param_key in sorted(mapping.items(), key=lambda kv: "word_embeddings" not in kv[1]):
         _check_tensor(source, file_key, param_key, expected_shapes[param_key], config, folder)
@@ -175,20 +184,22 @@ def _check_tensor(source, file_key, param_key, expected_shape, config, folder):
 def _handle_tied_keys(model, tensors, unexpected, loaded, label, model_type="bert"):
     """Check an explicit decoder weight/bias against what minibert ties it to; return the still-unexpected keys."""
     embeddings_key = model.base_prefix + "embeddings.word_embeddings.weight"
-    if MLM_BIAS not in model.params:  # no MLM head (BertModel, classifiers): decoder keys are simply unused
+    decoder_weight = getattr(model, "decoder_weight_key", DECODER_WEIGHT)  # DistilBERT: vocab_projector.weight
+    mlm_bias = getattr(model, "mlm_bias_key", MLM_BIAS)
+    if mlm_bias not in model.params:  # no MLM head (BertModel, classifiers): decoder keys are simply unused
         return unexpected
     rest = []
     for key in unexpected:
         name = from_hf_name(key, model_type)  # lm_head.decoder.weight (RoBERTa) -> cls.predictions.decoder.weight
-        if name == DECODER_WEIGHT:
+        if name == decoder_weight:
             decoder, embeddings = tensors[key], model.params[embeddings_key]
             if decoder.shape != embeddings.shape or not np.array_equal(decoder.astype(embeddings.dtype), embeddings):
                 diff = (np.abs(decoder.astype(np.float64) - embeddings).max()
                         if decoder.shape == embeddings.shape else f"shape {decoder.shape}")
-                warnings.warn(f"{label}: {DECODER_WEIGHT} differs from {embeddings_key} (max |diff| {diff}); minibert "
+                warnings.warn(f"{label}: {decoder_weight} differs from {embeddings_key} (max |diff| {diff}); minibert "
                               f"ties the MLM decoder to the word embeddings, so the file's decoder was ignored",
                               CheckpointWarning, stacklevel=4)
-        elif name == DECODER_BIAS:
+        elif name == DECODER_BIAS and mlm_bias == MLM_BIAS:
             bias = tensors[key]
             if MLM_BIAS not in loaded and bias.shape == model.params[MLM_BIAS].shape:
                 np.copyto(model.params[MLM_BIAS], bias, casting="unsafe")  # very old files name the bias so

@@ -3,7 +3,8 @@
 Parameter names (with the model's prefix, e.g. "bert."):
   embeddings.word_embeddings.weight (V, H), embeddings.position_embeddings.weight (P, H),
   embeddings.token_type_embeddings.weight (type_vocab_size, H), embeddings.LayerNorm.{weight,bias} (H,)
-(P is max_position_embeddings.)
+(P is max_position_embeddings.) A model without token types (DistilBERT) passes token_type_ids=None and has
+no token_type_embeddings.
 
 As in Hugging Face (nn.Embedding's padding_idx), the [PAD] row of the word embeddings gets no gradient from the
 lookup: padding is not a word to learn. (With a tied decoder it still gets the decoder's share.)
@@ -39,12 +40,14 @@ def roberta_position_ids(input_ids, pad_token_id):
 
 
 def embedding_forward(params, prefix, input_ids, token_type_ids, eps, p_drop, rng, training, position_ids=None):
-    # input_ids (B, T) int, token_type_ids (B, T) int; position_ids (B, T) int or None for 0..T-1 (BERT)
+    # input_ids (B, T) int; token_type_ids (B, T) int or None (no token-type embeddings: DistilBERT);
+    # position_ids (B, T) int or None for 0..T-1 (BERT)
     T = input_ids.shape[1]
     word = params[prefix + "embeddings.word_embeddings.weight"][input_ids]  # (B, T, H)
     positions = params[prefix + "embeddings.position_embeddings.weight"]  # (P, H)
     word += positions[:T] if position_ids is None else positions[position_ids]  # (T, H) or (B, T, H)
-    word += params[prefix + "embeddings.token_type_embeddings.weight"][token_type_ids]  # (B, T, H)
+    if token_type_ids is not None:
+        word += params[prefix + "embeddings.token_type_embeddings.weight"][token_type_ids]  # (B, T, H)
     x, ln_cache = layernorm_forward(word, params[prefix + "embeddings.LayerNorm.weight"],
                                     params[prefix + "embeddings.LayerNorm.bias"], eps)  # (B, T, H)
     x, drop_mask = dropout_forward(x, p_drop, rng, training)  # (B, T, H)
@@ -64,7 +67,8 @@ def embedding_backward(dout, cache, params, grads, prefix, pad_token_id):
     else:  # RoBERTa: padding's position row gets no gradient (its nn.Embedding has padding_idx too)
         scatter_add_rows(grads[prefix + "embeddings.position_embeddings.weight"], position_ids.reshape(-1)[not_pad],
                          dx.reshape(-1, dx.shape[-1])[not_pad])
-    scatter_add_rows(grads[prefix + "embeddings.token_type_embeddings.weight"], token_type_ids, dx)
+    if token_type_ids is not None:
+        scatter_add_rows(grads[prefix + "embeddings.token_type_embeddings.weight"], token_type_ids, dx)
     scatter_add_rows(grads[prefix + "embeddings.word_embeddings.weight"], input_ids.reshape(-1)[not_pad],
                      dx.reshape(-1, dx.shape[-1])[not_pad])
     # The input ids are integers: there is no input gradient to return.

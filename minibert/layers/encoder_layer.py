@@ -50,7 +50,9 @@ def encoder_layer_forward(x, params, prefix, additive_mask, config, rng, trainin
                                                 rng, training)  # (B, T, H)
     attn_out, c_ao = linear_forward(ctx, P("attention.output.dense.weight"),
                                     P("attention.output.dense.bias"))  # (B, T, H)
-    attn_out, m_ao = dropout_forward(attn_out, p_hidden, rng, training)  # (B, T, H)
+    # DistilBERT has no dropout after the attention's output projection (its config says so)
+    p_ao = p_hidden if getattr(config, "attention_output_dropout", True) else 0.0
+    attn_out, m_ao = dropout_forward(attn_out, p_ao, rng, training)  # (B, T, H)
     attn_out += x  # residual
     h = attn_out
     if not pre:

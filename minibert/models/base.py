@@ -48,6 +48,11 @@ class Model:
     def param_shapes(self) -> dict[str, tuple[int, ...]]:
         raise NotImplementedError
 
+    def bert_view(self, arrays):
+        """`params` or `grads` as the shared BERT layers read them: by BERT's names. DistilBERT models keep their
+        arrays under DistilBERT's names and return a renaming view here (models/distilbert.py)."""
+        return arrays
+
     def init_weights(self, names=None):
         """Draw the parameters as BERT initialises them, from the stream of `seed`; with `names`, only those.
         Either way a parameter gets the value a freshly built model of this seed has (the whole stream is

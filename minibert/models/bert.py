@@ -97,11 +97,14 @@ class BertEncoder:
     def forward(self, input_ids, token_type_ids=None, attention_mask=None, output_attentions=False,
                 output_hidden_states=False):
         m, cfg, prefix = self.model, self.model.config, self.prefix
-        params, rng, training = m.params, m.rng, m.training
+        params, rng, training = m.bert_view(m.params), m.rng, m.training
         # Drop the previous batch's activations now, not when this forward ends: otherwise both batches' caches
         # are alive at once (after an evaluation, ~150 MB each for mini at 32 x 64 tokens).
         self._cache = None
-        input_ids, token_type_ids, attention_mask = check_inputs(cfg, input_ids, token_type_ids, attention_mask)
+        has_token_types = getattr(cfg, "has_token_types", True)  # DistilBERT: none; given ids are ignored
+        input_ids, token_type_ids, attention_mask = check_inputs(cfg, input_ids, token_type_ids if has_token_types
+                                                                 else None, attention_mask)
+        token_type_ids = token_type_ids if has_token_types else None
         additive_mask = None
         if attention_mask is not None and not attention_mask.all():
             # 0 where a token may be attended to, the most negative float at padding: after softmax, padded
@@ -137,6 +140,7 @@ class BertEncoder:
         if self._cache is None:
             raise ValueError("backward() called before forward()")
         m, cfg, prefix = self.model, self.model.config, self.prefix
+        params, grads = m.bert_view(m.params), m.bert_view(m.grads)
         c_emb, c_proj, c_layers, c_final, c_pool, shape = self._cache  # shape = (B, T, H)
         if d_last_hidden_state is None:
             dx = np.zeros(shape, dtype=m.dtype)
@@ -150,17 +154,17 @@ class BertEncoder:
             d_pooled = np.asarray(d_pooler_output, dtype=m.dtype)  # (B, H)
             if d_pooled.shape != (shape[0], shape[2]):
                 raise ValueError(f"d_pooler_output has shape {d_pooled.shape}, expected {(shape[0], shape[2])}")
-            dx[:, 0] += pooler_backward(d_pooled, c_pool, m.params, m.grads, prefix)  # only [CLS] feeds the pooler
+            dx[:, 0] += pooler_backward(d_pooled, c_pool, params, grads, prefix)  # only [CLS] feeds the pooler
         self._cache = None  # the layers' activations are freed one by one, as soon as their backward is done
         if c_final is not None:  # dx (B, T, H) before the final LayerNorm
-            dx = layernorm_backward(dx, c_final, m.params[prefix + "LayerNorm.weight"],
-                                    m.grads[prefix + "LayerNorm.weight"], m.grads[prefix + "LayerNorm.bias"])
+            dx = layernorm_backward(dx, c_final, params[prefix + "LayerNorm.weight"],
+                                    grads[prefix + "LayerNorm.weight"], grads[prefix + "LayerNorm.bias"])
         for i in reversed(range(cfg.num_hidden_layers)):
-            dx = encoder_layer_backward(dx, c_layers.pop(), m.params, m.grads, self.layer_prefix(i), cfg)
+            dx = encoder_layer_backward(dx, c_layers.pop(), params, grads, self.layer_prefix(i), cfg)
         if c_proj is not None:
-            dx = linear_backward(dx, c_proj, m.params[self.projection + "weight"], m.grads[self.projection + "weight"],
-                                 m.grads[self.projection + "bias"])  # (B, T, E)
-        embedding_backward(dx, c_emb, m.params, m.grads, prefix, cfg.pad_token_id)
+            dx = linear_backward(dx, c_proj, params[self.projection + "weight"], grads[self.projection + "weight"],
+                                 grads[self.projection + "bias"])  # (B, T, E)
+        embedding_backward(dx, c_emb, params, grads, prefix, cfg.pad_token_id)
 
 
 class BertModel(Model):

@@ -32,6 +32,7 @@ PROBLEM_TYPES = ("single_label_classification", "regression", "multi_label_class
 
 class BertForSequenceClassification(ClassLabels, Model):
     base_prefix = "bert."
+    dropout_key = "classifier_dropout"  # the config.json key of the classifier's dropout (DistilBERT's differs)
 
     def __init__(self, config, num_labels=None, seed=0, dtype=np.float32, init_weights=True):
         """num_labels: the number of classes C. None: len(config id2label) if the config has one, else 2.
@@ -44,7 +45,7 @@ class BertForSequenceClassification(ClassLabels, Model):
         if problem_type is not None and problem_type not in PROBLEM_TYPES:
             raise ValueError(f"config problem_type {problem_type!r} is not supported; expected one of "
                              f"{', '.join(PROBLEM_TYPES)}")
-        self.classifier_dropout = classifier_dropout_of(config)
+        self.classifier_dropout = classifier_dropout_of(config, self.dropout_key)
         super().__init__(config, seed=seed, dtype=dtype, init_weights=init_weights)
         self.bert = BertEncoder(self, "bert.", pooler=True)
         self._cache = None
@@ -76,13 +77,13 @@ class BertForSequenceClassification(ClassLabels, Model):
                 output_hidden_states=False):
         self._cache = None  # a forward that fails must not leave an older batch's caches for backward()
         out = self.bert.forward(input_ids, token_type_ids, attention_mask, output_attentions, output_hidden_states)
-        pooled = out.pooler_output  # (B, H)
+        pooled, c_pool = self._pool_forward(out)  # (B, H)
         x, drop_mask = dropout_forward(pooled, self.classifier_dropout, self.rng, self.training)  # (B, H)
         logits, c_lin = linear_forward(x, self.params["classifier.weight"], self.params["classifier.bias"])  # (B, C)
         loss, c_loss = None, None
         if labels is not None:
             loss, c_loss = self._loss_forward(logits, np.asarray(labels))
-        self._cache = (drop_mask, c_lin, c_loss)
+        self._cache = (drop_mask, c_lin, c_loss, c_pool)
         return ModelOutput(loss=loss, logits=logits, attentions=out.attentions, hidden_states=out.hidden_states)
 
     __call__ = forward
@@ -95,7 +96,7 @@ class BertForSequenceClassification(ClassLabels, Model):
         """
         if self._cache is None:
             raise ValueError("backward() needs a forward() first")
-        drop_mask, c_lin, c_loss = self._cache
+        drop_mask, c_lin, c_loss, c_pool = self._cache
         if dlogits is None:
             if c_loss is None:
                 raise ValueError("backward() needs a forward() with labels, or dlogits")
@@ -105,8 +106,15 @@ class BertForSequenceClassification(ClassLabels, Model):
         dx = linear_backward(dlogits, c_lin, self.params["classifier.weight"], self.grads["classifier.weight"],
                              self.grads["classifier.bias"])  # (B, H)
         dpooled = dropout_backward(dx, drop_mask)  # (B, H)
-        self.bert.backward(None, dpooled)
+        self._pool_backward(dpooled, c_pool)
         self._cache = None
+
+    def _pool_forward(self, out):
+        """The vector the classifier reads, (B, H), and a cache: BERT's pooler output."""
+        return out.pooler_output, None
+
+    def _pool_backward(self, dpooled, cache):
+        self.bert.backward(None, dpooled)
 
     # ---------------------------------------------------------------- losses
     def _loss_forward(self, logits, labels):

@@ -18,7 +18,7 @@ def truncated_normal(rng, shape, std, dtype):
 
 
 def init_param(name, shape, rng, config, dtype):
-    if name.endswith("LayerNorm.weight"):
+    if name.endswith(("LayerNorm.weight", "layer_norm.weight")):  # BERT's and DistilBERT's names
         return np.ones(shape, dtype=dtype)
     if name.endswith("bias"):
         return np.zeros(shape, dtype=dtype)

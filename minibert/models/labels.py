@@ -25,12 +25,13 @@ def labels_from_config(config) -> dict[int, str] | None:
     return mapping
 
 
-def classifier_dropout_of(config) -> float:
-    """Hugging Face's rule: `classifier_dropout` when the config sets it, else `hidden_dropout_prob`."""
-    dropout = config.extra.get("classifier_dropout")
+def classifier_dropout_of(config, key="classifier_dropout") -> float:
+    """Hugging Face's rule: `key` (classifier_dropout; DistilBERT's seq_classif_dropout) when the config sets it,
+    else `hidden_dropout_prob`."""
+    dropout = config.extra.get(key)
     p = config.hidden_dropout_prob if dropout is None else float(dropout)
     if not 0.0 <= p < 1.0:
-        raise ValueError(f"config classifier_dropout must be in [0, 1), got {dropout!r}")
+        raise ValueError(f"config {key} must be in [0, 1), got {dropout!r}")
     return p
 
 

@@ -38,9 +38,15 @@ class _MaskedLMBase(Model):
     mlm_names = None  # the MLM head's parameter names (heads.MlmHeadNames); None: BERT's "cls.predictions.*"
     project_name = None  # the E -> H projection's name, for a family with embedding_size != hidden_size
 
+    @property
+    def view_prefix(self) -> str:
+        """The body's prefix in the names the shared code reads (through bert_view): base_prefix, except for a
+        family stored under other names and read as BERT's (DistilBERT: "bert.")."""
+        return self.base_prefix
+
     def __init__(self, config, seed=0, dtype=np.float32, init_weights=True):
         super().__init__(config, seed=seed, dtype=dtype, init_weights=init_weights)
-        self.bert = BertEncoder(self, self.base_prefix, pooler=self.has_pooler, project_name=self.project_name)
+        self.bert = BertEncoder(self, self.view_prefix, pooler=self.has_pooler, project_name=self.project_name)
         self._cache = None
 
     def _mlm_forward(self, sequence_output, labels):
@@ -48,21 +54,25 @@ class _MaskedLMBase(Model):
         cfg = self.config
         B, T, H = sequence_output.shape
         if labels is None:
-            logits, _ = mlm_head_forward(sequence_output.reshape(B * T, H), self.params, self.base_prefix, cfg,
-                                         self.mlm_names)
+            logits, _ = mlm_head_forward(sequence_output.reshape(B * T, H), self.bert_view(self.params),
+                                         self.view_prefix, cfg, self.mlm_names)
             return logits.reshape(B, T, cfg.vocab_size), None, None, None  # (B, T, V)
         labels = labels.reshape(-1)  # (B*T,), checked by check_targets
         positions = np.flatnonzero(labels != IGNORE_INDEX)  # (M,) flat indices of the tokens to predict
         h = sequence_output.reshape(B * T, H)[positions]  # (M, H)
-        logits, c_head = mlm_head_forward(h, self.params, self.base_prefix, cfg, self.mlm_names)  # (M, V)
+        logits, c_head = mlm_head_forward(h, self.bert_view(self.params), self.view_prefix, cfg,
+                                          self.mlm_names)  # (M, V)
         loss, c_ce = cross_entropy_forward(logits, labels[positions])
         return logits, loss, positions, (positions, c_head, c_ce, (B, T, H))
 
-    def _mlm_backward(self, cache, loss_scale):
+    def _mlm_backward(self, cache, loss_scale, d_logits=None):
+        """d_logits (M, V): the gradient of another loss on the same logits (distillation), added in."""
         positions, c_head, c_ce, shape = cache
         dlogits = cross_entropy_backward(c_ce, loss_scale)  # (M, V)
-        dh = mlm_head_backward(dlogits, c_head, self.params, self.grads, self.base_prefix, self.config,
-                               self.mlm_names)  # (M, H)
+        if d_logits is not None:
+            dlogits += d_logits
+        dh = mlm_head_backward(dlogits, c_head, self.bert_view(self.params), self.bert_view(self.grads),
+                               self.view_prefix, self.config, self.mlm_names)  # (M, H)
         dseq = np.zeros(shape, dtype=self.dtype)  # (B, T, H)
         dseq.reshape(-1, shape[2])[positions] = dh  # each predicted position's row, written once into zeros
         return dseq
@@ -136,8 +146,13 @@ class BertForMaskedLM(_MaskedLMBase):
 
     __call__ = forward
 
-    def backward(self, loss_scale=1.0):
+    def backward(self, loss_scale=1.0, d_logits=None, d_last_hidden_state=None):
+        """d(loss_scale * loss)/d(param) into `grads`; a distillation loss adds its gradients w.r.t. the
+        prediction logits (M, V) and the last hidden state (B, T, H) through `d_logits`, `d_last_hidden_state`."""
         if self._cache is None:
             raise ValueError("backward() needs a forward() with labels first")
-        self.bert.backward(self._mlm_backward(self._cache, loss_scale), None)
+        dseq = self._mlm_backward(self._cache, loss_scale, d_logits)  # (B, T, H)
+        if d_last_hidden_state is not None:
+            dseq += d_last_hidden_state
+        self.bert.backward(dseq, None)
         self._cache = None

@@ -43,10 +43,17 @@ def evaluate(model, batches, use_nsp: bool) -> dict:
     mlm_loss_sum = nsp_loss_sum = 0.0
     n_masked = n_correct = n_pairs = n_nsp_correct = 0
     rtd_loss_sum, n_rtd_correct, n_rtd_tokens, n_replaced = 0.0, 0, 0, 0
+    parts_sum, loss_sum, n_sequences = {}, 0.0, 0  # a distillation's losses (out.parts), mean over sequences
     for batch in batches:
         out = model.forward(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"],
                             labels=batch["labels"],
                             next_sentence_label=batch["next_sentence_label"] if use_nsp else None)
+        if out.get("parts") is not None:
+            n = len(batch["input_ids"])
+            n_sequences += n
+            loss_sum += float(out.loss) * n
+            for name, value in out.parts.items():
+                parts_sum[name] = parts_sum.get(name, 0.0) + value * n
         targets = batch["labels"].reshape(-1)[out.masked_positions]  # (M,)
         mlm_loss_sum += float(out.mlm_loss) * len(targets)
         n_correct += int((out.prediction_logits.argmax(axis=-1) == targets).sum())
@@ -77,6 +84,9 @@ def evaluate(model, batches, use_nsp: bool) -> dict:
         metrics["rtd_baseline_acc"] = 1.0 - n_replaced / n_rtd_tokens
         metrics["replaced_share"] = n_replaced / n_rtd_tokens
         metrics["loss"] = mlm_loss + model.rtd_weight * metrics["rtd_loss"]
+    if n_sequences:  # a distillation: its losses, and its total loss, mean over the sequences
+        metrics.update({name: value / n_sequences for name, value in parts_sum.items()})
+        metrics["loss"] = loss_sum / n_sequences
     return metrics
 
 

@@ -65,6 +65,7 @@ class Window:
     def reset(self) -> None:
         for name in self.FIELDS:
             setattr(self, name, 0 if name in self.COUNTS else 0.0)
+        self.parts = {}  # losses a model reports besides its total (distillation: kd_loss, cos_loss, ...)
 
     def record(self, lr: float, grad_norm: float) -> dict:
         r = {"loss": self.loss / self.steps, "mlm_loss": self.mlm_loss / self.steps,
@@ -75,12 +76,14 @@ class Window:
         if self.rtd_tokens:  # ELECTRA: the discriminator's replaced-token detection, over non-padding tokens
             r["rtd_loss"] = self.rtd_loss / self.steps
             r["rtd_acc"] = self.rtd_correct / self.rtd_tokens
+        r.update({name: value / self.steps for name, value in self.parts.items()})
         r.update(lr=lr, grad_norm=grad_norm, tokens_per_s=self.tokens / max(self.seconds, 1e-9))
         return r
 
     def state_dict(self) -> dict:
-        return {name: getattr(self, name) for name in self.FIELDS}
+        return {**{name: getattr(self, name) for name in self.FIELDS}, "parts": dict(self.parts)}
 
     def load_state_dict(self, state: dict) -> None:
         for name in self.FIELDS:
             setattr(self, name, state.get(name, 0))  # .get: checkpoints from before the rtd fields
+        self.parts = dict(state.get("parts", {}))

@@ -5,6 +5,9 @@ is counted. The loop itself is the same for all: masked batch -> model.forward -
 - electra: ElectraPretrainer (models/electra_pretraining.py): the generator is trained on the masked batch as an
   MLM, the discriminator on replaced-token detection over every token. Its output has the MLM fields the loop
   already counts (the generator's) plus rtd_logits / rtd_labels, counted here.
+- a run whose settings bring their own model (`minibert distill`: DistillSettings.build_model, a DistilBERT
+  student and its teacher, minibert.distill): the same masked batches; its output adds `.parts` (its separate
+  losses, logged) and its `.loss` is the total trained.
 """
 
 from __future__ import annotations
@@ -18,7 +21,15 @@ from minibert.models.electra_pretraining import ElectraPretrainer
 MLM_OUTPUT_BIAS = "cls.predictions.bias"
 
 
-def build_model(settings, config):
+def build_model(settings, config=None, checkpoint=None):
+    """The model a run trains: new from `config` (the --config one), or resumed from `checkpoint` (config unused).
+    The one hook for every kind of run: settings with a build_model(checkpoint) method (DistillSettings) build
+    their own; otherwise the objective picks BERT's or ELECTRA's models."""
+    if hasattr(settings, "build_model"):
+        return settings.build_model(checkpoint)
+    if checkpoint is not None:
+        cls = ElectraPretrainer if settings.objective == "electra" else BertForPreTraining
+        return cls.from_pretrained(checkpoint, seed=settings.seed)
     if settings.objective == "electra":
         if config.model_type not in ("bert", "electra"):
             raise ValueError(f"--objective electra builds ELECTRA's models from a BERT config; --config "
@@ -28,9 +39,9 @@ def build_model(settings, config):
     return BertForPreTraining(config, seed=settings.seed)
 
 
-def load_model(settings, checkpoint):
-    cls = ElectraPretrainer if settings.objective == "electra" else BertForPreTraining
-    return cls.from_pretrained(checkpoint, seed=settings.seed)
+def brings_own_model(settings) -> bool:
+    """A run that trains another model through the same loop (minibert distill)."""
+    return hasattr(settings, "build_model")
 
 
 def output_bias_name(model) -> str:

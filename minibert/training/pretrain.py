@@ -46,7 +46,7 @@ from minibert.training.distributed import LocalCommunicator, check_divisible, ra
 from minibert.training.evaluate import build_eval_batches, evaluate, most_frequent_token_accuracy, token_counts
 from minibert.training.memory import peak_rss_mb
 from minibert.training.metrics import MetricsLog, Window
-from minibert.training.objectives import build_model, load_model, output_bias_name, rtd_counts
+from minibert.training.objectives import brings_own_model, build_model, output_bias_name, rtd_counts
 from minibert.training.run_dir import create_run_dir, default_run_name, latest_checkpoint
 from minibert.training.settings import PretrainSettings
 
@@ -156,6 +156,9 @@ def pretrain(settings: PretrainSettings, resume_checkpoint: Path | None = None, 
     if comm.size > 1 and settings.objective == "electra":
         raise ValueError("--objective electra runs in one process for now: its generator and discriminator "
                          "losses are not yet weighted per rank (run it without mpiexec)")
+    if comm.size > 1 and brings_own_model(settings):
+        raise ValueError(f"minibert {getattr(settings, 'COMMAND', 'pretrain')} runs in one process for now: its "
+                         f"losses are not yet weighted per rank (run it without mpiexec)")
     t_start = time.perf_counter()
     progress = not settings.quiet and comm.is_root
     if not comm.is_root:
@@ -179,7 +182,7 @@ def pretrain(settings: PretrainSettings, resume_checkpoint: Path | None = None, 
     # ---- model, optimizer, masking, data stream
     if resume_checkpoint:
         state, optimizer_state = load_training_state(resume_checkpoint)
-        model = load_model(settings, resume_checkpoint)
+        model = build_model(settings, checkpoint=resume_checkpoint)
         config = model.config
         if state.get("corpus") != corpus_fingerprint:
             raise ValueError(f"the corpus {', '.join(settings.corpus)} changed since {resume_checkpoint} was written "
@@ -190,6 +193,9 @@ def pretrain(settings: PretrainSettings, resume_checkpoint: Path | None = None, 
         if state.get("ranks", 1) != comm.size:  # same global batch, so supported; only the rounding differs
             log(f"note: {resume_checkpoint} was trained on {state.get('ranks', 1)} rank(s), continuing on "
                 f"{comm.size}: same global batch and schedule, sums rounded differently (not bit for bit)")
+    elif brings_own_model(settings):  # minibert distill: the student's config comes from its teacher
+        model = build_model(settings)
+        config = model.config
     else:
         config = model_config(settings, len(tok.vocab))
         model = build_model(settings, config)
@@ -245,12 +251,14 @@ def pretrain(settings: PretrainSettings, resume_checkpoint: Path | None = None, 
         metrics = MetricsLog(run_dir / "metrics.jsonl")
         ranks = f" on {comm.size} ranks ({settings.batch_size // comm.size} sequences each)" if comm.size > 1 else ""
         log(f"run folder: {run_dir}")
-        log(f"model: {settings.config}, {model.num_parameters():,} parameters; objective {settings.objective}; "
+        log(f"model: {getattr(model, 'description', settings.config)}, {model.num_parameters():,} parameters; "
+            f"objective {settings.objective}; "
             f"{plan.total_steps:,} steps{how_long} of {settings.batch_size * settings.grad_accum} x {seq_len} "
             f"tokens{ranks}, peak lr {settings.lr:g}, warmup {plan.warmup_steps:,} steps")
 
     # ---- the loop
-    bar = tqdm(total=plan.total_steps, initial=start_step, desc="pre-training", unit="step", disable=not progress,
+    desc = {"distill": "distilling"}.get(getattr(settings, "COMMAND", "pretrain"), "pre-training")
+    bar = tqdm(total=plan.total_steps, initial=start_step, desc=desc, unit="step", disable=not progress,
                dynamic_ncols=True)
     say = bar.write if progress else log  # lines printed during training must not break the progress bar
     last_eval, stopped_early, done, step_times = None, None, start_step, []
@@ -294,6 +302,8 @@ def pretrain(settings: PretrainSettings, resume_checkpoint: Path | None = None, 
                     else:  # (every model's backward takes loss_scale; ELECTRA's has no separate MLM scale)
                         model.backward(loss_scale=1.0 / settings.grad_accum)
                     sums += _step_sums(out, part, use_nsp, mlm_weight, nsp_weight, settings.grad_accum)
+                    for name, value in (out.get("parts") or {}).items():  # a distillation's separate losses
+                        window.parts[name] = window.parts.get(name, 0.0) + value / settings.grad_accum
                 sums[STEP_SUMS.index("over_budget")] = comm.is_root and (time.perf_counter() - t_loop
                                                                           > budget_seconds * BUDGET_OVERRUN)
                 comm.allreduce_sum_(model.grads.buffer)  # the gradient of the global batch, on every rank
@@ -330,8 +340,9 @@ def pretrain(settings: PretrainSettings, resume_checkpoint: Path | None = None, 
                 record = window.record(lr, grad_norm)
                 metrics.append({"step": done, "split": "train", **record, "epoch": stream.epoch,
                                 "elapsed": elapsed()})
-                bar.set_postfix(loss=f"{record['loss']:.3f}", acc=f"{record['mlm_acc']:.3f}",
-                                tok_s=f"{record['tokens_per_s']:,.0f}", lr=f"{lr:.2e}")
+                accuracy = {"acc": f"{record['mlm_acc']:.3f}"} if window.masked else {}  # none: hidden distillation
+                bar.set_postfix(loss=f"{record['loss']:.3f}", **accuracy, tok_s=f"{record['tokens_per_s']:,.0f}",
+                                lr=f"{lr:.2e}")
                 window.reset()
             over_budget = sums[STEP_SUMS.index("over_budget")] > 0 and done < plan.total_steps
             evaluating = done % plan.eval_every == 0 or done == plan.total_steps
@@ -362,7 +373,8 @@ def pretrain(settings: PretrainSettings, resume_checkpoint: Path | None = None, 
         latest = latest_checkpoint(run_dir) if comm.is_root else None
         launcher = f"mpiexec -n {comm.size} " if comm.size > 1 else ""
         log(f"interrupted during step {done + 1:,}; " + (f"the latest checkpoint is {latest}; continue with: "
-            f"{launcher}minibert pretrain --resume {run_dir}" if latest else "no checkpoint was saved yet"))
+            f"{launcher}minibert {getattr(settings, 'COMMAND', 'pretrain')} --resume {run_dir}" if latest
+            else "no checkpoint was saved yet"))
         raise
     finally:
         bar.close()
@@ -407,6 +419,8 @@ def _step_sums(out, part: dict, use_nsp: bool, mlm_weight: float, nsp_weight: fl
     if tokens:  # one process only (ELECTRA is refused under MPI): its loss also holds lambda x the RTD loss
         sums.update(loss=float(out.loss) / grad_accum, rtd_loss=float(out.rtd_loss) / grad_accum,
                     rtd_correct=correct, rtd_tokens=tokens)
+    if out.get("parts") is not None:  # a distillation (one process only): its loss is the weighted total
+        sums["loss"] = float(out.loss) / grad_accum
     if use_nsp:
         nsl = part["next_sentence_label"]
         sums.update(nsp_loss=nsp_loss / grad_accum, pairs=len(nsl),
@@ -429,11 +443,15 @@ def _silent(*args, **kwargs) -> None:
 
 
 def _eval_line(step: int, m: dict) -> str:
-    line = f"step {step:>6,}  held-out: mlm loss {m['mlm_loss']:.3f}  ppl {m['ppl']:,.1f}  acc {m['mlm_acc']:.1%}"
+    line = f"step {step:>6,}  held-out:"
+    if m["masked_tokens"]:  # (a distillation of hidden states predicts no masked token)
+        line += f" mlm loss {m['mlm_loss']:.3f}  ppl {m['ppl']:,.1f}  acc {m['mlm_acc']:.1%}"
     if "nsp_acc" in m:
         line += f"  nsp acc {m['nsp_acc']:.1%}"
     if "rtd_acc" in m:
         line += f"  replaced-token acc {m['rtd_acc']:.1%} (all-original guess {m['rtd_baseline_acc']:.1%})"
+    for name in sorted(k for k in m if k.endswith("_loss") and k not in ("mlm_loss", "nsp_loss", "rtd_loss")):
+        line += f"  {name[:-5]} {m[name]:.4f}"
     return line
 
 

@@ -45,7 +45,7 @@ def check_layer_head(config, layer: int | None, head: int | None) -> None:
 def load_model_and_tokenizer(model_dir: str | Path, tokenizer_dir: str | Path | None = None):
     """The encoder of a saved model (any BERT checkpoint: heads are not needed) and its tokenizer."""
     from minibert.io.checkpoint import CheckpointWarning
-    from minibert.models import BertModel
+    from minibert.models.auto import load_body
     from minibert.tokenizer import WordPieceTokenizer
     model_dir = Path(model_dir)
     if not model_dir.is_dir():
@@ -54,7 +54,7 @@ def load_model_and_tokenizer(model_dir: str | Path, tokenizer_dir: str | Path | 
     with warnings.catch_warnings():
         # A pre-training checkpoint has MLM/NSP heads the encoder does not use: that is expected here.
         warnings.filterwarnings("ignore", message=".*not used by.*", category=CheckpointWarning)
-        model = BertModel.from_pretrained(model_dir, add_pooling_layer=False)
+        model = load_body(model_dir, add_pooling_layer=False)  # BERT or DistilBERT
     if tokenizer.vocab_size != model.config.vocab_size:
         raise ValueError(f"the tokenizer in {tokenizer_dir or model_dir} has {tokenizer.vocab_size} tokens but the "
                          f"model's config.json says vocab_size={model.config.vocab_size}")

@@ -1,0 +1,157 @@
+"""Distiller: the student and its teacher behind the interface the pre-training loop trains
+(`forward(input_ids, token_type_ids, attention_mask, labels=...)` -> .loss, `backward(loss_scale)`, `params`,
+`grads`, `rng`, `save_pretrained`), so `minibert distill` runs on minibert.training.pretrain unchanged.
+
+Two modes, chosen by the teacher:
+- "mlm" (the teacher has an MLM head; DistilBERT's recipe): teacher and student read the same masked batch;
+      loss = alpha_ce x soft-target KL at temperature T on the masked positions (teacher's MLM distribution)
+           + alpha_mlm x the student's own MLM loss
+           + alpha_cos x token cosine loss on the last hidden states (+ alpha_mse x MSE, alpha_pool x pooled cosine)
+- "hidden" (no MLM head, e.g. all-MiniLM-L6-v2, a sentence-embedding model): the batch's masked tokens are put
+      back (there is no MLM to learn) and the student matches the teacher's last hidden states:
+      loss = alpha_cos x token cosine + alpha_mse x token MSE + alpha_pool x cosine of the mean-pooled sentence
+      embeddings.
+The teacher only runs forward; its weights get no gradient and stay in eval mode (no dropout).
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+
+from minibert.distill import losses as L
+from minibert.layers.loss import IGNORE_INDEX
+from minibert.models.outputs import ModelOutput
+
+MODES = ("mlm", "hidden")
+WEIGHTS = ("alpha_ce", "alpha_mlm", "alpha_cos", "alpha_mse", "alpha_pool")
+DEFAULT_WEIGHTS = {  # DistilBERT's published run used ce 5, mlm 2, cos 1 (and temperature 2)
+    "mlm": {"alpha_ce": 5.0, "alpha_mlm": 2.0, "alpha_cos": 1.0, "alpha_mse": 0.0, "alpha_pool": 0.0},
+    "hidden": {"alpha_ce": 0.0, "alpha_mlm": 0.0, "alpha_cos": 1.0, "alpha_mse": 0.0, "alpha_pool": 1.0},
+}
+HIDDEN_LOSSES = (("cos_loss", "alpha_cos", L.token_cosine_forward, L.token_cosine_backward),
+                 ("mse_loss", "alpha_mse", L.token_mse_forward, L.token_mse_backward),
+                 ("pool_loss", "alpha_pool", L.pooled_cosine_forward, L.pooled_cosine_backward))
+
+
+def check_weights(mode: str, weights: dict) -> None:
+    for name in WEIGHTS:
+        if not weights[name] >= 0:
+            raise ValueError(f"--{name.replace('_', '-')} must be >= 0, got {weights[name]!r}")
+    if mode == "hidden" and (weights["alpha_ce"] or weights["alpha_mlm"]):
+        raise ValueError("--alpha-ce and --alpha-mlm need a teacher with an MLM head; this teacher has none "
+                         "(distil its hidden states with --alpha-cos, --alpha-mse, --alpha-pool)")
+    if not any(weights[n] for n in WEIGHTS):
+        raise ValueError("every loss weight is 0: nothing to train")
+
+
+def _body(model):
+    return model.bert if hasattr(model, "bert") else model.encoder
+
+
+class Distiller:
+    def __init__(self, student, teacher, mode: str, temperature: float = 2.0, **weights):
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
+        if student.config.hidden_size != teacher.config.hidden_size:
+            raise ValueError(f"the student's hidden size {student.config.hidden_size} differs from the teacher's "
+                             f"{teacher.config.hidden_size}: the hidden-state losses compare them directly")
+        self.weights = {**DEFAULT_WEIGHTS[mode], **weights}
+        check_weights(mode, self.weights)
+        self.student, self.teacher, self.mode, self.temperature = student, teacher.eval(), mode, temperature
+        self.params, self.grads, self.config = student.params, student.grads, student.config
+        self._cache = None
+
+    # ---- what the training loop uses of a model
+    @property
+    def rng(self):
+        return self.student.rng
+
+    @property
+    def training(self):
+        return self.student.training
+
+    def train(self, mode=True):
+        self.student.train(mode)  # the teacher stays in eval mode
+        return self
+
+    def eval(self):
+        return self.train(False)
+
+    def zero_grad(self):
+        self.student.zero_grad()
+
+    def num_parameters(self):
+        return self.student.num_parameters()
+
+    def save_pretrained(self, path):
+        """The student; with a sentence-transformers teacher also its sentence_bert_config.json, so the student
+        embeds with the teacher's max_seq_length (checkpoint folders are written whole, then renamed)."""
+        self.student.save_pretrained(path)
+        settings = Path(getattr(self.teacher, "name_or_path", "") or ".") / "sentence_bert_config.json"
+        if settings.is_file():
+            shutil.copyfile(settings, Path(path) / settings.name)
+
+    # ---- the losses
+    def _teacher(self, input_ids, attention_mask, labels):
+        out = self.teacher.forward(input_ids, None, attention_mask, **({"labels": labels} if self.mode == "mlm"
+                                                                          else {}), output_hidden_states=True)
+        self.teacher._cache = None  # never backpropagated: drop the activations at once
+        _body(self.teacher)._cache = None
+        return out
+
+    def forward(self, input_ids, token_type_ids=None, attention_mask=None, labels=None, next_sentence_label=None):
+        """Token types are not used (the student has none; the teacher sees type 0, as the student was folded)."""
+        if next_sentence_label is not None:
+            raise ValueError("distillation has no next-sentence objective (use --objective mlm)")
+        self._cache = None
+        input_ids = np.asarray(input_ids)
+        mask = np.ones_like(input_ids) if attention_mask is None else np.asarray(attention_mask)
+        w = self.weights
+        logits = positions = c_kd = None
+        mlm_loss, parts = 0.0, {}
+        if self.mode == "hidden":
+            if labels is not None:  # put the masked tokens back: this objective learns no MLM
+                input_ids = np.where(labels != IGNORE_INDEX, labels, input_ids)
+            t_out = self._teacher(input_ids, mask, None)
+            s_hidden = self.student.forward(input_ids, None, mask).last_hidden_state  # (B, T, H)
+        else:
+            if labels is None:
+                raise ValueError("the mlm distillation needs labels (the masked positions)")
+            t_out = self._teacher(input_ids, mask, labels)
+            s_out = self.student.forward(input_ids, None, mask, labels=labels, output_hidden_states=True)
+            s_hidden, mlm_loss = s_out.hidden_states[-1], float(s_out.loss)  # (B, T, H)
+            logits, positions = s_out.prediction_logits, s_out.masked_positions  # (M, V), (M,)
+            parts["kd_loss"], c_kd = L.soft_target_forward(logits, t_out.prediction_logits, self.temperature)
+        t_hidden = t_out.hidden_states[-1]  # (B, T, H)
+        caches = {}
+        for part, weight, forward, _ in HIDDEN_LOSSES:
+            if w[weight] or part == "cos_loss":  # the cosine is always reported: it says how close the two are
+                parts[part], caches[part] = forward(s_hidden, t_hidden, mask)
+        loss = w["alpha_ce"] * parts.get("kd_loss", 0.0) + w["alpha_mlm"] * mlm_loss + sum(
+            w[weight] * parts[part] for part, weight, _, _ in HIDDEN_LOSSES if part in parts)
+        self._cache = (c_kd, caches, s_hidden.shape)
+        V = self.config.vocab_size
+        return ModelOutput(loss=loss, mlm_loss=mlm_loss, parts=parts,
+                           prediction_logits=logits if logits is not None else np.zeros((0, V), np.float32),
+                           masked_positions=positions if positions is not None else np.zeros(0, np.int64))
+
+    def backward(self, loss_scale=1.0):
+        if self._cache is None:
+            raise ValueError("backward() called before forward()")
+        c_kd, caches, shape = self._cache
+        self._cache = None
+        w, dtype = self.weights, self.student.dtype
+        d_hidden = np.zeros(shape, dtype=dtype)  # (B, T, H)
+        for part, weight, _, backward in HIDDEN_LOSSES:
+            if w[weight] and part in caches:
+                d_hidden += backward(caches[part], loss_scale * w[weight])
+        if self.mode == "hidden":
+            self.student.backward(d_hidden)
+            return
+        d_logits = None
+        if c_kd is not None and w["alpha_ce"]:
+            d_logits = L.soft_target_backward(c_kd, loss_scale * w["alpha_ce"], dtype)  # (M, V)
+        self.student.backward(loss_scale * w["alpha_mlm"], d_logits=d_logits, d_last_hidden_state=d_hidden)
