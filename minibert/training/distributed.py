@@ -137,6 +137,7 @@ class MPICommunicator:
         """End every rank of the job now (MPI_Abort): the others may be waiting in a collective."""
         sys.stdout.flush()
         sys.stderr.flush()
+        time.sleep(0.3)  # let the launcher forward this rank's last lines: MPI_Abort tears its streams down at once
         self.comm.Abort(code)
 
     @contextlib.contextmanager
