@@ -55,6 +55,7 @@ def main(argv: list[str] | None = None) -> int:
         module = importlib.import_module(COMMANDS[name][0])
         module.add_arguments(subparsers[name])
     args = parser.parse_args(argv)
+    args.argv = list(argv)  # the command as typed: `minibert pretrain --procs N` starts its ranks with it
     if args.command is None:
         parser.print_help()
         return 0

@@ -91,6 +91,14 @@ def add_arguments(parser: argparse.ArgumentParser, defaults: PretrainSettings | 
     opt.add_argument("--clip", type=float, metavar="X", default=None, help=f"gradient-norm clipping, 0 = off [{D.clip}]")
     opt.add_argument("--seed", type=int, metavar="N", default=None, help=f"random seed [{D.seed}]")
 
+    cpu = parser.add_argument_group("processes")
+    cpu.add_argument("--procs", metavar="N", default=None,
+                     help="processes to train on, each with its share of every batch and of the cores (data "
+                          "parallel on this machine, like mpiexec -n N; docs/scaling.md). auto: 2 on a machine "
+                          "with 2 or more cores (faster than one process with 2 threads: NumPy's elementwise "
+                          "work runs on one thread), 1 when OPENBLAS_NUM_THREADS or OMP_NUM_THREADS is set, the "
+                          "batch is odd, or the objective runs in one process [auto]")
+
     run = parser.add_argument_group("run folder")
     run.add_argument("--name", metavar="NAME", default=None, help="run folder name [<config>-<corpus>-<date>-<time>]")
     run.add_argument("--runs-dir", metavar="DIR", default=None, help=f"where run folders go [{D.runs_dir}]")
@@ -129,16 +137,18 @@ def start_or_resume(args, given: dict, settings_class, train, report) -> int:
     """New settings from the options `given`, or a run's saved ones with --resume; then `train(settings,
     resume_checkpoint=, run_dir=, comm=)` (on every rank under mpiexec/srun, docs/scaling.md) and, on rank 0,
     `report(summary, settings)`. Returns the exit code: 1 when training stopped (said on stderr)."""
-    from minibert.training.distributed import communicator
+    from minibert.training.distributed import communicator, launcher_size
+    from minibert.training.procs import in_rank, launch, resolve_procs
     from minibert.training.pretrain import TrainingStopped
     command = f"minibert {getattr(settings_class, 'COMMAND', 'pretrain')}"
-    comm = communicator()  # several processes only under mpiexec/srun
+    if not in_rank() and launcher_size()[0] == 1:  # not yet a rank: maybe become the launcher of --procs N
+        settings, _, _ = _settings(args, given, settings_class)
+        procs = resolve_procs(getattr(args, "procs", None), settings.batch_size, single_process_reason(settings))
+        if procs > 1:  # this process only waits; the ranks run this same command (training/procs.py)
+            return launch([sys.executable, "-m", "minibert", *args.argv], procs)
+    comm = communicator()  # several processes under --procs N, mpiexec or srun
     with comm.abort_on_error(command):  # one rank failing ends them all: none waits forever
-        if args.resume:
-            settings, checkpoint, run_dir = _resume_settings(Path(args.resume), given, settings_class)
-        else:
-            settings, checkpoint, run_dir = settings_class(**given), None, None
-        settings.validate()
+        settings, checkpoint, run_dir = _settings(args, given, settings_class)
         try:
             summary = train(settings, resume_checkpoint=checkpoint, run_dir=run_dir, comm=comm)
         except TrainingStopped as e:  # raised by every rank at the same step (it is decided on summed numbers)
@@ -148,6 +158,26 @@ def start_or_resume(args, given: dict, settings_class, train, report) -> int:
         if comm.is_root:
             report(summary, settings)
     return 0
+
+
+def _settings(args, given: dict, settings_class):
+    """(settings, checkpoint to resume from or None, run folder or None), validated."""
+    if args.resume:
+        settings, checkpoint, run_dir = _resume_settings(Path(args.resume), given, settings_class)
+    else:
+        settings, checkpoint, run_dir = settings_class(**given), None, None
+    settings.validate()
+    return settings, checkpoint, run_dir
+
+
+def single_process_reason(settings) -> str | None:
+    """Why this run cannot be shared between processes (the refusals of training/pretrain.py), or None."""
+    from minibert.training.objectives import brings_own_model
+    if settings.objective == "electra":
+        return "--objective electra runs in one process for now"
+    if brings_own_model(settings):
+        return f"minibert {getattr(settings, 'COMMAND', 'pretrain')} runs in one process for now"
+    return None
 
 
 def _resume_settings(run_dir: Path, given: dict, settings_class=PretrainSettings):
@@ -189,7 +219,9 @@ def _print_summary(summary: dict, show_examples: bool = True, objective: str = "
         print(f"  replaced-token detection accuracy {m['rtd_acc']:.1%}  (always guessing 'original': "
               f"{m['rtd_baseline_acc']:.1%}); the masked-LM lines above are the generator's")
     if summary.get("peak_rss_mb"):
-        print(f"  peak memory {summary['peak_rss_mb']:,.0f} MB (resident)")
+        every_rank = (f"; {summary['peak_rss_mb_all_ranks']:,.0f} MB added up over the {summary['ranks']} "
+                      f"processes" if summary.get("peak_rss_mb_all_ranks") else "")
+        print(f"  peak memory {summary['peak_rss_mb']:,.0f} MB (resident{every_rank})")
     if summary.get("stopped_early"):
         print(f"note: {summary['stopped_early']}")
     print(f"model: {summary['checkpoint']}")

@@ -53,12 +53,13 @@ def check_divisible(batch_size: int, size: int) -> None:
 
 
 def rank_share(batch: dict, rank: int, size: int) -> dict:
-    """Rank `rank`'s rows of a global batch (B rows -> B/size), without the padding columns no row of the share
-    needs (collate pads on the right; padding changes no result, it only costs time)."""
+    """Rank `rank`'s rows of a global batch (B rows -> B/size: rows rank, rank + size, ...), without the padding
+    columns no row of the share needs (collate pads on the right; padding changes no result, it only costs time)."""
     if size == 1:
         return batch
-    rows = len(batch["input_ids"]) // size
-    part = {k: v[rank * rows:(rank + 1) * rows] for k, v in batch.items()}
+    # Every size-th row from row `rank`: grouped batches are sorted by length, so contiguous halves would give
+    # one rank all the short rows and make the others wait for it at every step.
+    part = {k: v[rank::size] for k, v in batch.items()}
     T = max(1, int(part["attention_mask"].sum(axis=1).max()))  # longest sequence of the share
     return {k: v[:, :T] if v.ndim == 2 else v for k, v in part.items()}
 
@@ -67,6 +68,7 @@ class LocalCommunicator:
     """One process: rank 0 of 1. Every collective is a no-op, so the training loop has one code path."""
 
     rank, size, is_root = 0, 1, True
+    launch_hint = ""  # what to type before `minibert ...` to start the same job again
     allreduce_seconds = 0.0
     allreduce_calls = 0
 
@@ -100,6 +102,7 @@ class MPICommunicator:
         self.comm = MPI.COMM_WORLD if comm is None else comm
         self.rank, self.size = self.comm.Get_rank(), self.comm.Get_size()
         self.is_root = self.rank == 0
+        self.launch_hint = f"mpiexec -n {self.size} "
         self.allreduce_seconds = 0.0  # time spent in allreduce_sum_ (waiting for slower ranks included)
         self.allreduce_calls = 0
 
@@ -149,21 +152,30 @@ class MPICommunicator:
         except BaseException as e:  # noqa: BLE001 - every error must end the job, Ctrl-C and SystemExit included
             if isinstance(e, SystemExit) and not e.code:
                 raise
-            expected = isinstance(e, (ValueError, FileNotFoundError, FileExistsError, NotADirectoryError,
-                                      ImportError, KeyboardInterrupt, RuntimeError))
-            if not expected or os.environ.get("MINIBERT_DEBUG"):
-                traceback.print_exc()
-            problem = "interrupted" if isinstance(e, KeyboardInterrupt) else f"error: {e}"
-            print(f"{prefix} (rank {self.rank} of {self.size}): {problem}; ending all ranks", file=sys.stderr)
-            self.abort(130 if isinstance(e, KeyboardInterrupt) else 2 if expected else 1)
+            self.abort(report_rank_error(e, prefix, self.rank, self.size))
+
+
+def report_rank_error(e: BaseException, prefix: str, rank: int, size: int) -> int:
+    """Print one line naming the rank (and a traceback for unexpected errors); return the exit status."""
+    expected = isinstance(e, (ValueError, FileNotFoundError, FileExistsError, NotADirectoryError, ImportError,
+                              KeyboardInterrupt, RuntimeError))
+    if not expected or os.environ.get("MINIBERT_DEBUG"):
+        traceback.print_exception(type(e), e, e.__traceback__)
+    problem = "interrupted" if isinstance(e, KeyboardInterrupt) else f"error: {e}"
+    print(f"{prefix} (rank {rank} of {size}): {problem}; ending all ranks", file=sys.stderr)
+    return 130 if isinstance(e, KeyboardInterrupt) else 2 if expected else 1
 
 
 def communicator():
-    """The communicator for this process: MPI when a launcher started several processes, else local.
+    """The communicator for this process: a rank of `--procs N` (training/procs.py), MPI when a launcher started
+    several processes, else local.
 
     Started by mpiexec/srun without mpi4py: an ImportError with the install hint (the CLI prints it as one line
     and exits with status 2), rather than N independent runs writing over each other.
     """
+    from minibert.training.procs import ProcsCommunicator, in_rank
+    if in_rank():  # started by `minibert pretrain --procs N` (training/procs.py)
+        return ProcsCommunicator.from_environment()
     size, variable = launcher_size()
     if size == 1:
         return LocalCommunicator()

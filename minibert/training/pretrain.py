@@ -249,7 +249,8 @@ def pretrain(settings: PretrainSettings, resume_checkpoint: Path | None = None, 
         run_dir, plan = Path(run_dir), Plan(**plan)
         settings.name = run_dir.name
         metrics = MetricsLog(run_dir / "metrics.jsonl")
-        ranks = f" on {comm.size} ranks ({settings.batch_size // comm.size} sequences each)" if comm.size > 1 else ""
+        ranks = (f" on {comm.size} {'processes' if comm.launch_hint == '' else 'ranks'} "
+                 f"({settings.batch_size // comm.size} sequences each)" if comm.size > 1 else "")
         log(f"run folder: {run_dir}")
         log(f"model: {getattr(model, 'description', settings.config)}, {model.num_parameters():,} parameters; "
             f"objective {settings.objective}; "
@@ -371,15 +372,15 @@ def pretrain(settings: PretrainSettings, resume_checkpoint: Path | None = None, 
     except KeyboardInterrupt:
         bar.close()
         latest = latest_checkpoint(run_dir) if comm.is_root else None
-        launcher = f"mpiexec -n {comm.size} " if comm.size > 1 else ""
         log(f"interrupted during step {done + 1:,}; " + (f"the latest checkpoint is {latest}; continue with: "
-            f"{launcher}minibert {getattr(settings, 'COMMAND', 'pretrain')} --resume {run_dir}" if latest
+            f"{comm.launch_hint}minibert {getattr(settings, 'COMMAND', 'pretrain')} --resume {run_dir}" if latest
             else "no checkpoint was saved yet"))
         raise
     finally:
         bar.close()
 
     # ---- the end: final numbers, plot, summary
+    others_rss = comm.allreduce_sum_(np.array([0.0 if comm.is_root else peak_rss_mb() or 0.0]))[0]
     if not comm.is_root:
         return None
     if last_eval is None:
@@ -398,6 +399,8 @@ def pretrain(settings: PretrainSettings, resume_checkpoint: Path | None = None, 
     if settings.plot:
         summary["plot"] = _plot(run_dir, log)
     summary["peak_rss_mb"] = peak_rss_mb()  # the whole process so far: data preparation, training, plot
+    if comm.size > 1 and summary["peak_rss_mb"]:  # every rank's peak added up (shared pages count once per rank)
+        summary["peak_rss_mb_all_ranks"] = round(summary["peak_rss_mb"] + float(others_rss), 1)
     _write_json(run_dir / "summary.json", summary)
     return summary
 

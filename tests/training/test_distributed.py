@@ -1,4 +1,5 @@
-"""Data-parallel pre-training under mpiexec (minibert/training/distributed.py).
+"""Data-parallel pre-training (minibert/training/distributed.py) on ranks started two ways: by minibert's own
+launcher (`--procs N`, training/procs.py; always tested) and by mpiexec (MPI).
 
 The runs that need MPI are skipped, with the install hint, where mpi4py or its mpiexec is missing; the tests of
 what happens without MPI always run.
@@ -71,6 +72,8 @@ def why_no_mpi():
 MPIEXEC = find_mpiexec()
 NO_MPI = why_no_mpi()
 requires_mpi = pytest.mark.skipif(NO_MPI is not None, reason=str(NO_MPI))
+# The two ways to start ranks: minibert's launcher (no MPI needed) and mpiexec.
+LAUNCHERS = ["procs", pytest.param("mpiexec", marks=requires_mpi)]
 
 # Two ranks and one process add the same float32 numbers in a different order (each rank sums its rows' part
 # of the gradient, then the Allreduce adds the parts; each rank's MLM loss is weighted by its share of the
@@ -96,14 +99,17 @@ def mpi_env():
             "OMP_NUM_THREADS": "1"}
 
 
-def mpirun(n, *args, timeout=TIMEOUT):
-    return run_job([MPIEXEC, "-n", str(n), sys.executable, *map(str, args)], timeout, mpi_env())
+def mpirun(n, *args, timeout=TIMEOUT, launcher="mpiexec"):
+    """`python ARGS` as n ranks, started by mpiexec or by minibert's launcher (python -m minibert.training.procs)."""
+    start = [MPIEXEC, "-n", str(n)] if launcher == "mpiexec" else \
+        [sys.executable, "-m", "minibert.training.procs", "-n", str(n)]
+    return run_job([*start, sys.executable, *map(str, args)], timeout, mpi_env())
 
 
-def driver(n, settings, tmp_path, *extra):
+def driver(n, settings, tmp_path, *extra, launcher="mpiexec"):
     path = tmp_path / f"{settings.name}.json"
     path.write_text(json.dumps(settings.to_dict()))
-    return mpirun(n, DRIVER, path, *extra)
+    return mpirun(n, DRIVER, path, *extra, launcher=launcher)
 
 
 def cli_args(corpus, runs, name, **options):
@@ -124,11 +130,15 @@ def comparable(records):
     return [{k: v for k, v in r.items() if k not in ("tokens_per_s", "elapsed")} for r in records]
 
 
-@requires_mpi
-def test_two_ranks_train_like_one_process_with_the_same_global_batch(corpus, tmp_path):
+@pytest.mark.parametrize("launcher", LAUNCHERS)
+def test_two_ranks_train_like_one_process_with_the_same_global_batch(corpus, tmp_path, launcher):
     runs = tmp_path / "runs"
     pretrain(tiny_settings(corpus, runs, name="one", **OPTIONS), log=lambda *a: None)
-    result = mpirun(2, *cli_args(corpus, runs, "two", **OPTIONS))
+    if launcher == "procs":  # the command starts its own ranks
+        result = run_job([sys.executable, *map(str, cli_args(corpus, runs, "two", procs=2, **OPTIONS))],
+                         env=mpi_env())
+    else:
+        result = mpirun(2, *cli_args(corpus, runs, "two", **OPTIONS))
     assert result.returncode == 0, result.stderr
     # Rank 0 alone speaks: one summary, and one metrics line per step and split.
     assert result.stdout.count("done: 6 steps") == 1 and "rank 1" not in result.stdout + result.stderr
@@ -153,28 +163,26 @@ def test_two_ranks_train_like_one_process_with_the_same_global_batch(corpus, tmp
     assert summary["ranks"] == 2 and summary["allreduce_bytes_per_step"] == 4 * sum(w.size for w in wa.values())
 
 
-@pytest.fixture(scope="module")
-def straight_two_rank_run(tmp_path_factory):
+@pytest.fixture(scope="module", params=LAUNCHERS)
+def straight_two_rank_run(tmp_path_factory, request):
     """A 2-rank run with dropout (each rank its own masks) that dumps each rank's final weights."""
-    if NO_MPI:
-        pytest.skip(NO_MPI)
-    tmp = tmp_path_factory.mktemp("straight")
+    launcher = request.param
+    tmp = tmp_path_factory.mktemp(f"straight-{launcher}")
     corpus = write_corpus(tmp / "c.txt", synthetic_documents(80))
     settings = tiny_settings(corpus, tmp / "runs", name="straight", **RESUME_OPTIONS)
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("MINIBERT_CACHE", str(tmp / "cache"))
-        result = driver(2, settings, tmp, "--dump", tmp)
+        result = driver(2, settings, tmp, "--dump", tmp, launcher=launcher)
     assert result.returncode == 0, result.stderr
-    return tmp, corpus
+    return tmp, corpus, launcher
 
 
 RESUME_OPTIONS = dict(OPTIONS, steps=10, dropout=0.1, save_every=4, eval_every=5, keep_checkpoints=0,
                       whole_word_mask=True)
 
 
-@requires_mpi
 def test_ranks_hold_bit_identical_weights(straight_two_rank_run):
-    tmp, _ = straight_two_rank_run
+    tmp, _, _ = straight_two_rank_run
     w0, w1 = load_safetensors(tmp / "rank0.safetensors"), load_safetensors(tmp / "rank1.safetensors")
     assert w0.keys() == w1.keys()
     assert all(np.array_equal(w0[k], w1[k]) for k in w0)
@@ -182,16 +190,17 @@ def test_ranks_hold_bit_identical_weights(straight_two_rank_run):
     assert all(np.array_equal(w0[k], final[k]) for k in w0)
 
 
-@requires_mpi
 def test_a_killed_rank_ends_the_job_and_the_run_resumes_exactly(straight_two_rank_run, tmp_path, monkeypatch):
-    tmp, corpus = straight_two_rank_run
+    tmp, corpus, launcher = straight_two_rank_run
     monkeypatch.setenv("MINIBERT_CACHE", str(tmp / "cache"))
     runs = tmp_path / "runs"
-    # Rank 1 dies (SIGKILL) in step 6, after the checkpoint of step 4: mpiexec must end, not hang (timeout).
-    crashed = driver(2, tiny_settings(corpus, runs, name="crashed", **RESUME_OPTIONS), tmp_path, "--fail", "6:1:kill")
+    # Rank 1 dies (SIGKILL) in step 6, after the checkpoint of step 4: the job must end, not hang (timeout).
+    crashed = driver(2, tiny_settings(corpus, runs, name="crashed", **RESUME_OPTIONS), tmp_path, "--fail", "6:1:kill",
+                     launcher=launcher)
     assert crashed.returncode != 0
     assert latest_checkpoint(runs / "crashed").name == "step-000004"
-    result = mpirun(2, "-m", "minibert", "pretrain", "--resume", runs / "crashed", "--quiet", "--no-examples")
+    result = mpirun(2, "-m", "minibert", "pretrain", "--resume", runs / "crashed", "--quiet", "--no-examples",
+                    launcher=launcher)
     assert result.returncode == 0, result.stderr
     straight = tmp / "runs" / "straight"
     a, b = read_metrics(straight / "metrics.jsonl"), read_metrics(runs / "crashed" / "metrics.jsonl")
@@ -200,11 +209,12 @@ def test_a_killed_rank_ends_the_job_and_the_run_resumes_exactly(straight_two_ran
     assert all(np.array_equal(wa[k], wb[k]) for k in wa)
 
 
-@requires_mpi
-def test_an_exception_on_one_rank_ends_every_rank(corpus, tmp_path):
+@pytest.mark.parametrize("launcher", LAUNCHERS)
+def test_an_exception_on_one_rank_ends_every_rank(corpus, tmp_path, launcher):
     runs = tmp_path / "runs"
     settings = tiny_settings(corpus, runs, name="failing", **dict(OPTIONS, save_every=2))
-    result = driver(2, settings, tmp_path, "--fail", "3:1:raise")  # rank 0 is then waiting in the Allreduce
+    # Rank 0 is then waiting in the Allreduce.
+    result = driver(2, settings, tmp_path, "--fail", "3:1:raise", launcher=launcher)
     assert result.returncode != 0
     assert "driver (rank 1 of 2): error: injected failure in step 3; ending all ranks" in result.stderr
     assert latest_checkpoint(runs / "failing").name == "step-000002"
@@ -213,8 +223,8 @@ def test_an_exception_on_one_rank_ends_every_rank(corpus, tmp_path):
     assert latest_checkpoint(runs / "failing").name == "step-000006"
 
 
-@requires_mpi
-def test_weights_that_differ_between_ranks_are_reported(tmp_path):
+@pytest.mark.parametrize("launcher", LAUNCHERS)
+def test_weights_that_differ_between_ranks_are_reported(tmp_path, launcher):
     script = tmp_path / "diverge.py"
     script.write_text(
         "import numpy as np\n"
@@ -225,7 +235,7 @@ def test_weights_that_differ_between_ranks_are_reported(tmp_path):
         "w[17] = np.nextafter(w[17], np.float32(2)) if comm.rank == 1 else w[17]  # one bit on one rank\n"
         "with comm.abort_on_error('check'):\n"
         "    comm.check_identical(w, 'the weights after step 2')\n")
-    result = mpirun(2, script)
+    result = mpirun(2, script, launcher=launcher)
     assert result.returncode != 0
     assert "the weights after step 2 differ between the 2 ranks" in result.stderr
     assert "step 1" not in result.stderr
@@ -284,7 +294,8 @@ def test_rank_share_takes_disjoint_rows_and_drops_unneeded_padding():
     mask = np.array([[1] * n + [0] * (6 - n) for n in lengths])
     batch = {"input_ids": np.arange(36).reshape(6, 6), "attention_mask": mask, "next_sentence_label": np.arange(6)}
     parts = [rank_share(batch, r, 3) for r in range(3)]
-    assert [p["next_sentence_label"].tolist() for p in parts] == [[0, 1], [2, 3], [4, 5]]
-    assert [p["input_ids"].shape for p in parts] == [(2, 5), (2, 4), (2, 6)]
-    assert np.array_equal(parts[1]["input_ids"], batch["input_ids"][2:4, :4])
+    # Every third row: a batch sorted by length is shared evenly, not short rows to one rank and long to another.
+    assert [p["next_sentence_label"].tolist() for p in parts] == [[0, 3], [1, 4], [2, 5]]
+    assert [p["input_ids"].shape for p in parts] == [(2, 4), (2, 6), (2, 2)]
+    assert np.array_equal(parts[1]["input_ids"], batch["input_ids"][[1, 4], :6])
     assert rank_share(batch, 0, 1) is batch

@@ -1,0 +1,310 @@
+"""Data-parallel training on the cores of one machine, without MPI: `minibert pretrain --procs N`.
+
+    minibert pretrain                      # 2 processes x 1 BLAS thread on a 2-core machine (--procs auto)
+    python -m minibert.training.procs -n 2 python my_script.py   # any script that calls communicator()
+
+Why processes: NumPy runs elementwise work (GELU, LayerNorm, softmax, AdamW) on one thread and holds the GIL
+between calls, so a second BLAS thread speeds up only the matmuls, about half of a mini step. Two processes of
+one BLAS thread each run everything in parallel. Measured on the 2-core machine (benchmarks/mpi_throughput.py,
+docs/scaling.md): 1.19x the tokens/s of one process with two threads.
+
+How: the command's own process becomes a launcher. It starts N copies of the same command (ranks 0..N-1), each
+with cores / N BLAS threads, waits for them and returns rank 0's exit status. The ranks then run the code path
+of MPI ranks (training/distributed.py: same global batch, each rank its rows, one gradient sum per step)
+through `ProcsCommunicator`:
+- Rank 0 holds a Unix socket pair with every other rank. A barrier is one message from each rank to rank 0 and
+  one back; broadcasts and the weight checks ride on the same messages.
+- A sum over ranks (the gradients, 12 MB for mini) goes through a shared-memory file, one row per rank plus
+  one for the result: each rank writes its row, then adds up its 1/N of the columns over all rows (in rank
+  order, so every rank gets the same bits), then copies the result back.
+- A rank that dies closes its sockets: the others notice at the next message and stop with one line, and the
+  launcher ends what is left. Nothing waits forever for a dead rank (a rank that hangs alive is not detected).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import shutil
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+import zlib
+
+import numpy as np
+
+ENV_RANK, ENV_SIZE, ENV_FDS, ENV_DIR = "MINIBERT_PROCS_RANK", "MINIBERT_PROCS_SIZE", "MINIBERT_PROCS_FDS", \
+    "MINIBERT_PROCS_DIR"
+THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+AUTO_PROCS = 2  # measured to win on 2 cores; more processes mean smaller matmuls per process (not measured)
+GRACE_SECONDS = 5.0  # after one rank fails, how long the others get to notice and stop by themselves
+
+
+class PeerLost(RuntimeError):
+    """Another rank stopped (it printed why): this rank cannot go on alone."""
+
+
+def usable_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # macOS has no sched_getaffinity
+        return os.cpu_count() or 1
+
+
+def threads_pinned() -> bool:
+    """Whether the user chose the BLAS thread count (then --procs auto leaves the run to them, in one process)."""
+    return any(os.environ.get(v, "").strip() for v in THREAD_VARIABLES[:2])
+
+
+def in_rank() -> bool:
+    return ENV_RANK in os.environ
+
+
+def resolve_procs(requested, batch_size: int, single_process_reason: str | None) -> int:
+    """How many processes to train on: `requested` ("auto", None or a count) checked against the run.
+
+    single_process_reason: why this run needs one process (ELECTRA, distillation), or None."""
+    if requested in (None, "auto"):
+        if (os.name != "posix" or threads_pinned() or usable_cores() < 2 or single_process_reason
+                or batch_size % AUTO_PROCS):
+            return 1
+        return AUTO_PROCS
+    try:
+        n = int(requested)
+    except ValueError:
+        raise ValueError(f"--procs {requested!r}: expected a number of processes or 'auto'") from None
+    if n < 1:
+        raise ValueError(f"--procs {n}: expected at least 1")
+    if n > 1 and single_process_reason:
+        raise ValueError(f"--procs {n}: {single_process_reason}")
+    if n > 1 and batch_size % n:
+        raise ValueError(f"--batch-size {batch_size} (the global batch) must be divisible by --procs {n}: each "
+                         f"process takes an equal share of every batch")
+    if n > 1 and os.name != "posix":
+        raise ValueError(f"--procs {n}: several processes need a POSIX system (Linux, macOS)")
+    return n
+
+
+# ---------------------------------------------------------------------------------------------------- launcher
+def launch(command: list[str], size: int, threads: int | None = None) -> int:
+    """Run `command` as `size` ranks (fresh processes) and wait for all of them; returns rank 0's exit status,
+    or the first failing rank's. threads: BLAS threads per rank (default: usable cores // size, unless the
+    environment already sets them)."""
+    if threads is None and not threads_pinned():
+        threads = max(1, usable_cores() // size)
+    workdir = tempfile.mkdtemp(prefix="minibert-procs-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
+    pairs = [socket.socketpair() for _ in range(size - 1)]  # rank 0 <-> rank r
+    procs = []
+    try:
+        for rank in range(size):
+            ends = [a for a, _ in pairs] if rank == 0 else [pairs[rank - 1][1]]
+            fds = [s.fileno() for s in ends]
+            env = {**os.environ, ENV_RANK: str(rank), ENV_SIZE: str(size), ENV_DIR: workdir,
+                   ENV_FDS: ",".join(map(str, fds))}
+            if threads is not None:
+                env.update({v: str(threads) for v in THREAD_VARIABLES})
+            procs.append(subprocess.Popen(command, env=env, pass_fds=fds))
+        for a, b in pairs:  # only the ranks hold the ends now: a rank's exit is then seen as end-of-file
+            a.close()
+            b.close()
+        return _wait(procs)
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        for a, b in pairs:
+            a.close()
+            b.close()
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _wait(procs: list[subprocess.Popen]) -> int:
+    """Wait for every rank. When one fails, the others get GRACE_SECONDS to stop by themselves (they see its
+    sockets close), then are terminated. Ctrl-C reaches every rank directly (same process group): wait for them."""
+    failed_at, interrupted, terminated = None, False, False
+    while True:
+        try:
+            codes = [p.poll() for p in procs]
+            if all(c is not None for c in codes):
+                break
+            if failed_at is None and any(c not in (None, 0) for c in codes):
+                failed_at = time.monotonic()
+            if failed_at is not None and not terminated and time.monotonic() - failed_at > GRACE_SECONDS:
+                for p in procs:
+                    if p.poll() is None:
+                        p.terminate()
+                terminated = True
+            time.sleep(0.05)
+        except KeyboardInterrupt:
+            if interrupted:  # a second Ctrl-C: do not wait any longer
+                for p in procs:
+                    p.kill()
+            interrupted = True
+    codes = [p.returncode for p in procs]
+    if interrupted and codes[0] == 0:
+        return 130
+    return codes[0] if codes[0] != 0 else next((c for c in codes if c != 0), 0)
+
+
+# ---------------------------------------------------------------------------------------------------- ranks
+class ProcsCommunicator:
+    """One rank of a `launch`: the interface of MPICommunicator (training/distributed.py) over sockets and a
+    shared-memory file."""
+
+    launch_hint = ""  # how to start the same job again: `minibert pretrain --resume ...` re-launches by itself
+
+    def __init__(self, rank: int, size: int, sockets: list[socket.socket], workdir: str):
+        self.rank, self.size, self.is_root = rank, size, rank == 0
+        self.sockets = sockets  # rank 0: one per other rank (rank r at index r - 1); others: one, to rank 0
+        self.workdir = workdir
+        self.areas = {}  # (dtype, n) -> (size + 1, n) shared array: a row per rank, then their sum
+        self.allreduce_seconds = 0.0
+        self.allreduce_calls = 0
+
+    @classmethod
+    def from_environment(cls) -> "ProcsCommunicator":
+        """This process's rank, from what `launch` put in its environment (removed, so that commands this rank
+        starts are not ranks themselves)."""
+        env = os.environ
+        rank, size, workdir = int(env.pop(ENV_RANK)), int(env.pop(ENV_SIZE)), env.pop(ENV_DIR)
+        fds = [int(f) for f in env.pop(ENV_FDS).split(",") if f]
+        return cls(rank, size, [socket.socket(fileno=fd) for fd in fds], workdir)
+
+    # ---- messages: 8-byte length, then the bytes
+    def _send(self, sock: socket.socket, data: bytes, peer: int) -> None:
+        try:
+            sock.sendall(struct.pack("<Q", len(data)) + data)
+        except OSError:  # broken pipe, reset: the peer is gone
+            raise PeerLost(f"rank {peer} of {self.size} stopped") from None
+
+    def _recv(self, sock: socket.socket, peer: int) -> bytes:
+        def exactly(n):
+            buf = bytearray(n)
+            view, got = memoryview(buf), 0
+            while got < n:
+                try:
+                    k = sock.recv_into(view[got:])
+                except OSError:
+                    k = 0
+                if k == 0:
+                    raise PeerLost(f"rank {peer} of {self.size} stopped")
+                got += k
+            return bytes(buf)
+        return exactly(struct.unpack("<Q", exactly(8))[0])
+
+    def _exchange(self, payload: bytes, combine) -> bytes:
+        """Every rank sends `payload` to rank 0, which returns combine([payload of rank 0, 1, ...]) to all."""
+        if not self.is_root:
+            self._send(self.sockets[0], payload, 0)
+            return self._recv(self.sockets[0], 0)
+        parts = [payload] + [self._recv(s, r) for r, s in enumerate(self.sockets, start=1)]
+        result = combine(parts)
+        for r, s in enumerate(self.sockets, start=1):
+            self._send(s, result, r)
+        return result
+
+    # ---- the communicator interface
+    def barrier(self) -> None:
+        self._exchange(b"", lambda parts: b"")
+
+    def broadcast(self, value, root: int = 0):
+        """`value` as rank `root` has it (JSON-serialisable), on every rank."""
+        import json
+        mine = json.dumps(value).encode() if self.rank == root else b""
+        return json.loads(self._exchange(mine, lambda parts: parts[root]).decode())
+
+    def allreduce_sum_(self, buffer: np.ndarray) -> np.ndarray:
+        """Sum `buffer` (contiguous) over all ranks, in place; every rank gets the same bits."""
+        t = time.perf_counter()
+        flat = buffer.reshape(-1)  # a view: the buffer is contiguous
+        area = self._area(flat.dtype, flat.size)  # (size + 1, n)
+        area[self.rank] = flat
+        self.barrier()  # every row written
+        lo, hi = self.rank * flat.size // self.size, (self.rank + 1) * flat.size // self.size
+        total = area[self.size, lo:hi]
+        np.copyto(total, area[0, lo:hi])
+        for r in range(1, self.size):  # rank order: the same additions whichever rank does them
+            total += area[r, lo:hi]
+        self.barrier()  # every column summed
+        flat[...] = area[self.size]
+        self.allreduce_seconds += time.perf_counter() - t
+        self.allreduce_calls += 1
+        return buffer
+
+    def _area(self, dtype: np.dtype, n: int) -> np.ndarray:
+        key = (dtype.str, n)
+        if key not in self.areas:
+            path = os.path.join(self.workdir, f"sum-{dtype.name}-{n}")
+            if self.is_root:
+                with open(path, "wb") as f:
+                    f.truncate((self.size + 1) * n * dtype.itemsize)
+            self.barrier()
+            self.areas[key] = np.memmap(path, dtype=dtype, mode="r+", shape=(self.size + 1, n))
+            self.barrier()
+            if self.is_root:
+                os.unlink(path)  # the mappings stay; nothing is left behind if a rank is killed later
+        return self.areas[key]
+
+    def check_identical(self, array: np.ndarray, what: str) -> None:
+        """Raise on every rank if `array` (e.g. the weights) is not bit-for-bit the same on all ranks."""
+        crc = zlib.crc32(memoryview(np.ascontiguousarray(array)).cast("B"))
+
+        def verdict(parts):
+            crcs = [struct.unpack("<Q", p)[0] for p in parts]
+            return b"" if len(set(crcs)) == 1 else struct.pack("<QQ", min(crcs), max(crcs))
+        result = self._exchange(struct.pack("<Q", crc), verdict)
+        if result:
+            low, high = struct.unpack("<QQ", result)
+            raise RuntimeError(f"{what} differ between the {self.size} ranks (CRC32 from {low:08x} to {high:08x}): "
+                               f"the ranks no longer train the same model; the last checkpoint was written before "
+                               f"this check and stays valid")
+
+    def abort(self, code: int = 1) -> None:
+        """Stop this rank now. Its sockets close with it, so every other rank stops at its next message."""
+        sys.stdout.flush()
+        sys.stderr.flush()
+        for s in self.sockets:
+            s.close()
+        raise SystemExit(code)
+
+    @contextlib.contextmanager
+    def abort_on_error(self, prefix: str):
+        """As MPICommunicator's: one line naming the rank, then stop. A rank that stops because another one did
+        says nothing (the first one said why), and Ctrl-C, which reaches every rank, is reported by rank 0 only."""
+        from minibert.training.distributed import report_rank_error
+        try:
+            yield
+        except PeerLost:
+            self.abort(1)
+        except KeyboardInterrupt:
+            if self.is_root:
+                print(f"{prefix}: interrupted", file=sys.stderr)
+            self.abort(130)
+        except BaseException as e:  # noqa: BLE001 - every error must stop the job
+            if isinstance(e, SystemExit) and not e.code:
+                raise
+            self.abort(report_rank_error(e, prefix, self.rank, self.size))
+
+
+# ---------------------------------------------------------------------------------------------------- CLI
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m minibert.training.procs",
+                                description="Run a command as N ranks of minibert's local data-parallel "
+                                            "communicator (like mpiexec -n N on one machine).")
+    p.add_argument("-n", type=int, required=True, help="number of ranks")
+    p.add_argument("--threads", type=int, default=None, help="BLAS threads per rank [cores // n]")
+    p.add_argument("command", nargs=argparse.REMAINDER)
+    args = p.parse_args(argv)
+    if not args.command or args.n < 1:
+        p.error("needs -n N >= 1 and a command")
+    return launch(args.command, args.n, args.threads)
+
+
+if __name__ == "__main__":
+    with contextlib.suppress(KeyboardInterrupt):
+        sys.exit(main())

@@ -1,0 +1,168 @@
+"""minibert's own launcher and communicator for data-parallel ranks on one machine (minibert/training/procs.py).
+
+Whole training runs on ranks it starts are in test_distributed.py (beside the same runs under mpiexec); here:
+how many processes `--procs` picks, the collectives on 3 ranks, and how the launcher ends a job.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import minibert.commands.pretrain as pretrain_command
+import minibert.training.procs as procs
+from minibert.cli import main
+from minibert.training.procs import resolve_procs
+
+ROOT = Path(__file__).resolve().parents[2]
+TIMEOUT = 120  # a job here takes ~2 s; the limit only has to catch a hang
+
+
+@pytest.fixture
+def unpinned(monkeypatch):
+    """No BLAS thread count in the environment (as on a user's machine) and 4 usable cores."""
+    for name in procs.THREAD_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(procs, "usable_cores", lambda: 4)
+
+
+def test_auto_takes_two_processes_on_a_multicore_machine(unpinned):
+    assert resolve_procs("auto", 16, None) == 2
+    assert resolve_procs(None, 16, None) == 2
+
+
+def test_auto_stays_in_one_process_when_it_should(unpinned, monkeypatch):
+    assert resolve_procs("auto", 15, None) == 1  # an odd batch cannot be shared evenly
+    assert resolve_procs("auto", 16, "--objective electra runs in one process for now") == 1
+    monkeypatch.setattr(procs, "usable_cores", lambda: 1)
+    assert resolve_procs("auto", 16, None) == 1
+    monkeypatch.setattr(procs, "usable_cores", lambda: 4)
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "2")  # the user chose the threads: leave the run to them
+    assert resolve_procs("auto", 16, None) == 1
+
+
+def test_a_count_that_cannot_work_is_refused_with_the_reason(unpinned):
+    assert resolve_procs("1", 15, "electra") == 1 and resolve_procs("3", 15, None) == 3
+    with pytest.raises(ValueError, match=r"--batch-size 16 .* divisible by --procs 3"):
+        resolve_procs("3", 16, None)
+    with pytest.raises(ValueError, match=r"--procs 2: minibert distill runs in one process"):
+        resolve_procs("2", 16, "minibert distill runs in one process for now")
+    with pytest.raises(ValueError, match=r"--procs 'two': expected a number of processes or 'auto'"):
+        resolve_procs("two", 16, None)
+    with pytest.raises(ValueError, match=r"--procs 0: expected at least 1"):
+        resolve_procs("0", 16, None)
+
+
+def test_the_command_becomes_the_launcher_of_its_ranks(unpinned, monkeypatch, tmp_path, capsys):
+    calls = []
+    monkeypatch.setattr(procs, "launch", lambda command, n: calls.append((command, n)) or 0)
+    args = ["pretrain", "--corpus", "ptb", "--runs-dir", str(tmp_path), "--quiet"]
+    assert main(args) == 0
+    assert calls == [([sys.executable, "-m", "minibert", *args], 2)]  # the same command, run by each rank
+    assert main([*args, "--objective", "electra", "--procs", "2"]) == 2
+    assert "--procs 2: --objective electra runs in one process" in capsys.readouterr().err
+    assert len(calls) == 1 and not any(tmp_path.iterdir())  # refused before any work
+
+
+def run_ranks(n, script: Path, *args, new_session=False):
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    return subprocess.Popen([sys.executable, "-m", "minibert.training.procs", "-n", str(n), sys.executable,
+                             str(script), *map(str, args)], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=new_session)
+
+
+def finish(job):
+    try:
+        out, err = job.communicate(timeout=TIMEOUT)
+    except subprocess.TimeoutExpired:
+        os.killpg(job.pid, signal.SIGKILL)
+        raise
+    return job.returncode, out, err
+
+
+COLLECTIVES = """
+import json, sys
+import numpy as np
+from minibert.training.distributed import communicator
+comm = communicator()
+out = sys.argv[1]
+a = np.linspace(-1, 1, 1001, dtype=np.float32) * (comm.rank + 1) / 3  # not a multiple of 3: ragged shares
+b = np.array([comm.rank, 0.5])
+comm.allreduce_sum_(a)
+comm.allreduce_sum_(b)
+comm.allreduce_sum_(a)  # again, through the same shared area
+told = comm.broadcast({"from": comm.rank, "plan": [1, 2]} if comm.is_root else None)
+np.save(f"{out}/a{comm.rank}.npy", a)
+with open(f"{out}/r{comm.rank}.json", "w") as f:
+    json.dump({"b": b.tolist(), "told": told, "size": comm.size, "calls": comm.allreduce_calls}, f)
+"""
+
+
+def test_three_ranks_sum_to_the_same_bits_and_hear_rank_0(tmp_path):
+    script = tmp_path / "collectives.py"
+    script.write_text(COLLECTIVES)
+    code, _, err = finish(run_ranks(3, script, tmp_path))
+    assert code == 0, err
+    parts = [np.linspace(-1, 1, 1001, dtype=np.float32) * (r + 1) / 3 for r in range(3)]
+    once = (parts[0] + parts[1]) + parts[2]  # the sum in rank order
+    twice = (once + once) + once  # the second sum: every rank then holds `once`
+    results = [np.load(tmp_path / f"a{r}.npy") for r in range(3)]
+    assert all(np.array_equal(x, twice) for x in results)
+    for r in range(3):
+        record = json.loads((tmp_path / f"r{r}.json").read_text())
+        assert record == {"b": [3.0, 1.5], "told": {"from": 0, "plan": [1, 2]}, "size": 3, "calls": 3}
+
+
+FAILING = """
+import sys, time
+from minibert.training.distributed import communicator
+comm = communicator()
+with comm.abort_on_error("job"):
+    comm.barrier()
+    if comm.rank == 2:
+        raise ValueError("rank 2 cannot read its file")
+    comm.barrier()  # ranks 0 and 1 wait here for a rank that is gone
+"""
+
+
+def test_an_error_on_one_rank_stops_every_rank_with_one_line(tmp_path):
+    script = tmp_path / "failing.py"
+    script.write_text(FAILING)
+    t = time.monotonic()
+    code, _, err = finish(run_ranks(3, script))
+    assert code != 0 and time.monotonic() - t < procs.GRACE_SECONDS + 30  # not the launcher's time-out: at once
+    assert err.strip().splitlines() == ["job (rank 2 of 3): error: rank 2 cannot read its file; ending all ranks"]
+
+
+INTERRUPTIBLE = """
+import sys, time
+from pathlib import Path
+from minibert.training.distributed import communicator
+comm = communicator()
+with comm.abort_on_error("job"):
+    comm.barrier()
+    Path(sys.argv[1], f"ready{comm.rank}").touch()
+    while True:
+        time.sleep(0.05)
+        comm.barrier()
+"""
+
+
+def test_ctrl_c_ends_the_job_with_one_line_and_status_130(tmp_path):
+    script = tmp_path / "interruptible.py"
+    script.write_text(INTERRUPTIBLE)
+    job = run_ranks(2, script, tmp_path, new_session=True)
+    deadline = time.monotonic() + TIMEOUT
+    while not all((tmp_path / f"ready{r}").exists() for r in range(2)):
+        assert time.monotonic() < deadline and job.poll() is None, job.stderr.read() if job.poll() else "no start"
+        time.sleep(0.05)
+    os.killpg(job.pid, signal.SIGINT)  # what Ctrl-C in a terminal does: every process of the group
+    code, _, err = finish(job)
+    assert code == 130
+    assert err.strip().splitlines() == ["job: interrupted"]
