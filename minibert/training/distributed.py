@@ -128,13 +128,11 @@ class MPICommunicator:
 
     def check_identical(self, array: np.ndarray, what: str) -> None:
         """Raise on every rank if `array` (e.g. the weights) is not bit-for-bit the same on all ranks."""
-        crc = zlib.crc32(memoryview(np.ascontiguousarray(array)).cast("B"))
+        crc = checksum(array)
         extremes = np.array([crc, -crc], dtype=np.int64)
         self.comm.Allreduce(self.MPI.IN_PLACE, extremes, op=self.MPI.MAX)
         if extremes[0] != -extremes[1]:
-            raise RuntimeError(f"{what} differ between the {self.size} ranks (CRC32 from {-extremes[1]:08x} to "
-                               f"{extremes[0]:08x}): the ranks no longer train the same model; the last "
-                               f"checkpoint was written before this check and stays valid")
+            raise ranks_differ(what, self.size, -int(extremes[1]), int(extremes[0]))
 
     def abort(self, code: int = 1) -> None:
         """End every rank of the job now (MPI_Abort): the others may be waiting in a collective."""
@@ -153,6 +151,17 @@ class MPICommunicator:
             if isinstance(e, SystemExit) and not e.code:
                 raise
             self.abort(report_rank_error(e, prefix, self.rank, self.size))
+
+
+def checksum(array: np.ndarray) -> int:
+    """CRC32 of an array's bytes: equal on two ranks when the arrays are bit-for-bit equal (as far as it can tell)."""
+    return zlib.crc32(memoryview(np.ascontiguousarray(array)).cast("B"))
+
+
+def ranks_differ(what: str, size: int, low: int, high: int) -> RuntimeError:
+    return RuntimeError(f"{what} differ between the {size} ranks (CRC32 from {low:08x} to {high:08x}): the ranks no "
+                        f"longer train the same model; the last checkpoint was written before this check and stays "
+                        f"valid")
 
 
 def report_rank_error(e: BaseException, prefix: str, rank: int, size: int) -> int:

@@ -33,7 +33,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import zlib
 
 import numpy as np
 
@@ -252,17 +251,14 @@ class ProcsCommunicator:
 
     def check_identical(self, array: np.ndarray, what: str) -> None:
         """Raise on every rank if `array` (e.g. the weights) is not bit-for-bit the same on all ranks."""
-        crc = zlib.crc32(memoryview(np.ascontiguousarray(array)).cast("B"))
+        from minibert.training.distributed import checksum, ranks_differ
 
         def verdict(parts):
             crcs = [struct.unpack("<Q", p)[0] for p in parts]
             return b"" if len(set(crcs)) == 1 else struct.pack("<QQ", min(crcs), max(crcs))
-        result = self._exchange(struct.pack("<Q", crc), verdict)
+        result = self._exchange(struct.pack("<Q", checksum(array)), verdict)
         if result:
-            low, high = struct.unpack("<QQ", result)
-            raise RuntimeError(f"{what} differ between the {self.size} ranks (CRC32 from {low:08x} to {high:08x}): "
-                               f"the ranks no longer train the same model; the last checkpoint was written before "
-                               f"this check and stays valid")
+            raise ranks_differ(what, self.size, *struct.unpack("<QQ", result))
 
     def abort(self, code: int = 1) -> None:
         """Stop this rank now. Its sockets close with it, so every other rank stops at its next message."""

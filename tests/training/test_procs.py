@@ -15,7 +15,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import minibert.commands.pretrain as pretrain_command
 import minibert.training.procs as procs
 from minibert.cli import main
 from minibert.training.procs import resolve_procs
