@@ -7,12 +7,11 @@ import json
 import numpy as np
 import pytest
 
-import minibert.training.pretrain as pretrain_module
 from minibert import BertForMaskedLM, BertModel
 from minibert.cli import main
 from minibert.io.safetensors_io import load_safetensors
 from minibert.training.metrics import read_metrics
-from pretrain_helpers import ANIMALS, COLORS, FOODS, PLACES, synthetic_documents, write_corpus
+from pretrain_helpers import ANIMALS, COLORS, FOODS, PLACES, interrupt_in_step, synthetic_documents, write_corpus
 from tiny_checkpoint import make_tiny_checkpoint
 
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", ".", "the", "eats", "lives", "in", "every", "is", "a", "likes",
@@ -58,19 +57,10 @@ def test_mlm_distillation_learns_saves_distilbert_and_resumes_exactly(setup, mon
     assert config["model_type"] == "distilbert" and config["n_layers"] == 2
     assert config["architectures"] == ["DistilBertForMaskedLM"]
 
-    real_clip = pretrain_module.clip_grad_norm
-    calls = {"n": 0}
-
-    def crash_in_step_7(grads, max_norm):
-        calls["n"] += 1
-        if calls["n"] == 7:
-            raise KeyboardInterrupt
-        return real_clip(grads, max_norm)
-
-    monkeypatch.setattr(pretrain_module, "clip_grad_norm", crash_in_step_7)
+    restore_clip = interrupt_in_step(monkeypatch, 7)
     assert main(args(tmp_path, corpus, "mlm-teacher", "crashed", *options)) != 0  # interrupted in step 7
     assert "minibert distill --resume" in capsys.readouterr().out
-    monkeypatch.setattr(pretrain_module, "clip_grad_norm", real_clip)
+    restore_clip()
     crashed = tmp_path / "runs" / "crashed"
     assert main(["distill", "--resume", str(crashed), "--quiet"]) == 0
     a, b = read_metrics(run / "metrics.jsonl"), read_metrics(crashed / "metrics.jsonl")

@@ -43,3 +43,19 @@ def tiny_settings(corpus: Path, runs_dir: Path, **overrides):
                   quiet=True, plot=False, log_every=1)
     values.update(overrides)
     return PretrainSettings(**values)
+
+
+def interrupt_in_step(monkeypatch, step: int):
+    """Make the training loop raise KeyboardInterrupt (Ctrl-C) during optimizer step `step` (1-based), after
+    that step's backward: the clipping call of the step raises. Returns a function that undoes it."""
+    import minibert.training.pretrain as pretrain_module
+    real_clip, calls = pretrain_module.clip_grad_norm, {"n": 0}
+
+    def clip_or_interrupt(grads, max_norm):
+        calls["n"] += 1
+        if calls["n"] == step:
+            raise KeyboardInterrupt
+        return real_clip(grads, max_norm)
+
+    monkeypatch.setattr(pretrain_module, "clip_grad_norm", clip_or_interrupt)
+    return lambda: monkeypatch.setattr(pretrain_module, "clip_grad_norm", real_clip)

@@ -3,12 +3,11 @@
 import numpy as np
 import pytest
 
-import minibert.training.pretrain as pretrain_module
 from minibert.cli import main
 from minibert.io.safetensors_io import load_safetensors
 from minibert.training.metrics import read_metrics
 from minibert.training.pretrain import pretrain
-from pretrain_helpers import synthetic_documents, tiny_settings, write_corpus
+from pretrain_helpers import interrupt_in_step, synthetic_documents, tiny_settings, write_corpus
 
 TIMING = ("tokens_per_s", "elapsed")
 
@@ -28,19 +27,10 @@ def test_stop_and_resume_gives_identical_losses_and_weights(tmp_path, monkeypatc
     pretrain(tiny_settings(corpus, tmp_path / "runs", name="straight", **options), log=lambda *a: None)
 
     # The same run, crashing in step 8 (after the checkpoint of step 5 and metrics of steps 6 and 7).
-    real_clip = pretrain_module.clip_grad_norm
-    calls = {"n": 0}
-
-    def crash_in_step_8(grads, max_norm):
-        calls["n"] += 1
-        if calls["n"] == 8:
-            raise KeyboardInterrupt
-        return real_clip(grads, max_norm)
-
-    monkeypatch.setattr(pretrain_module, "clip_grad_norm", crash_in_step_8)
+    restore_clip = interrupt_in_step(monkeypatch, 8)
     with pytest.raises(KeyboardInterrupt):
         pretrain(tiny_settings(corpus, tmp_path / "runs", name="crashed", **options), log=lambda *a: None)
-    monkeypatch.setattr(pretrain_module, "clip_grad_norm", real_clip)
+    restore_clip()
     crashed = tmp_path / "runs" / "crashed"
     assert (crashed / "checkpoints" / "latest").read_text().strip() == "step-000005"
     assert max(r["step"] for r in read_metrics(crashed / "metrics.jsonl")) == 6  # lines after the checkpoint
