@@ -71,6 +71,28 @@ def check_masked_lm(model, hf_model, ids, types, mask, labels, tol=1e-4):
     return out
 
 
+def check_pretraining(model, hf_model, ids, types, mask, labels, pair_labels, tol=1e-4):
+    """A pre-training model (BERT's NSP head, or ALBERT's SOP head under the same minibert names) against its
+    transformers class on one batch: the MLM logits at the labelled positions, the pair head's logits, the loss and
+    every parameter gradient. Returns torch's gradients under minibert's names."""
+    import torch
+    out = model.forward(ids, types, mask, labels=labels, next_sentence_label=pair_labels)
+    model.backward()
+    t = lambda x: None if x is None else torch.from_numpy(np.asarray(x))  # noqa: E731
+    sop = model.config.model_type == "albert"  # transformers names ALBERT's pair task sentence order
+    ref = hf_model(input_ids=t(ids), token_type_ids=t(types), attention_mask=t(mask), labels=t(labels),
+                   **{"sentence_order_label" if sop else "next_sentence_label": t(pair_labels)})
+    ref.loss.backward()
+    flat = ref.prediction_logits.detach().numpy().reshape(-1, model.config.vocab_size)[out.masked_positions]
+    assert max_rel_diff(out.prediction_logits, flat) < tol
+    pair_logits = ref.sop_logits if sop else ref.seq_relationship_logits
+    assert max_rel_diff(out.seq_relationship_logits, pair_logits.detach().numpy()) < tol
+    assert abs(out.loss - ref.loss.item()) <= 1e-5 * abs(ref.loss.item())
+    grads = torch_grads(hf_model, model)
+    assert_grads_match(model.grads, grads, tol)  # every parameter, tied or shared ones once
+    return grads
+
+
 def max_rel_diff(ours, ref, floor=1e-6):
     """max |ours - ref| divided by the reference tensor's scale (its max |value|, at least `floor`)."""
     ours, ref = np.asarray(ours, dtype=np.float64), np.asarray(ref, dtype=np.float64)

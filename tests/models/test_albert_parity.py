@@ -6,7 +6,8 @@ checkpoints both ways, and a float64 finite-difference check of the shared layer
 import numpy as np
 import pytest
 from gradcheck import check_grad
-from hf_reference import assert_grads_match, check_bare_model, copy_weights, hf_config, max_rel_diff, torch_grads
+from hf_reference import (assert_grads_match, check_bare_model, check_pretraining, copy_weights, hf_config,
+                          max_rel_diff, torch_grads)
 from test_model_gradients import batch
 
 from minibert import BertConfig, BertForMaskedLM, BertForPreTraining, BertModel
@@ -67,18 +68,8 @@ def test_pretraining_outputs_losses_and_every_gradient():
     model.params["cls.predictions.transform.dense.weight"] *= 30  # activations of order 1: gelu_new must matter
     hf = reference(cfg, "AlbertForPreTraining")
     copy_weights(model, hf)
-    ids, types, mask, labels, sop = make_batch(cfg)
-    out = model.forward(ids, types, mask, labels=labels, next_sentence_label=sop)
-    model.backward()
-    ref = hf(input_ids=t(ids), token_type_ids=t(types), attention_mask=t(mask), labels=t(labels),
-             sentence_order_label=t(sop))
-    ref.loss.backward()
-    flat = ref.prediction_logits.detach().numpy().reshape(-1, cfg.vocab_size)[out.masked_positions]
-    assert max_rel_diff(out.prediction_logits, flat) < TOL
-    assert max_rel_diff(out.seq_relationship_logits, ref.sop_logits.detach().numpy()) < TOL
-    assert out.loss == pytest.approx(ref.loss.item(), rel=1e-5)
-    grads = torch_grads(hf, model)
-    assert_grads_match(model.grads, grads, TOL)  # every parameter, the shared layer and projection included
+    # Every parameter's gradient, the shared layer and projection included.
+    grads = check_pretraining(model, hf, *make_batch(cfg), tol=TOL)
     assert np.abs(grads[LAYER + "intermediate.dense.weight"]).max() > 0
 
 

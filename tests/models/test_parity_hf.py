@@ -3,7 +3,7 @@ parameter gradient, and ten AdamW steps with warmup, decay and clipping."""
 
 import numpy as np
 import pytest
-from hf_reference import assert_grads_match, copy_weights, hf_config, max_rel_diff, torch_grads
+from hf_reference import assert_grads_match, check_pretraining, copy_weights, hf_config, max_rel_diff, torch_grads
 
 from minibert import AdamW, BertConfig, BertForMaskedLM, BertForPreTraining, BertModel, clip_grad_norm
 from minibert import linear_warmup_decay
@@ -49,19 +49,7 @@ def test_pretraining_outputs_loss_and_every_gradient(act):
     model = BertForPreTraining(cfg, seed=0)
     hf = transformers.BertForPreTraining(hf_config(cfg)).train()
     copy_weights(model, hf)
-    ids, types, mask, labels, nsl = make_batch(cfg)
-
-    out = model.forward(ids, types, mask, labels=labels, next_sentence_label=nsl)
-    model.backward()
-    ref = hf(input_ids=t(ids), token_type_ids=t(types), attention_mask=t(mask), labels=t(labels),
-             next_sentence_label=t(nsl))
-    ref.loss.backward()
-
-    flat = ref.prediction_logits.detach().numpy().reshape(-1, cfg.vocab_size)[out.masked_positions]
-    assert max_rel_diff(out.prediction_logits, flat) < TOL
-    assert max_rel_diff(out.seq_relationship_logits, ref.seq_relationship_logits.detach().numpy()) < TOL
-    assert out.loss == pytest.approx(ref.loss.item(), rel=1e-5)
-    assert_grads_match(model.grads, torch_grads(hf), TOL)  # every parameter, tied ones once
+    check_pretraining(model, hf, *make_batch(cfg), tol=TOL)  # every parameter, tied ones once
 
 
 def test_full_logits_without_labels_and_bert_model_outputs():
