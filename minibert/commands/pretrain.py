@@ -141,14 +141,15 @@ def start_or_resume(args, given: dict, settings_class, train, report) -> int:
     from minibert.training.procs import in_rank, launch, resolve_procs
     from minibert.training.pretrain import TrainingStopped
     command = f"minibert {getattr(settings_class, 'COMMAND', 'pretrain')}"
+    resolved = None
     if not in_rank() and launcher_size()[0] == 1:  # not yet a rank: maybe become the launcher of --procs N
-        settings, _, _ = _settings(args, given, settings_class)
-        procs = resolve_procs(getattr(args, "procs", None), settings.batch_size, single_process_reason(settings))
+        resolved = _settings(args, given, settings_class)
+        procs = resolve_procs(getattr(args, "procs", None), resolved[0].batch_size, single_process_reason(resolved[0]))
         if procs > 1:  # this process only waits; the ranks run this same command (training/procs.py)
             return launch([sys.executable, "-m", "minibert", *args.argv], procs)
     comm = communicator()  # several processes under --procs N, mpiexec or srun
     with comm.abort_on_error(command):  # one rank failing ends them all: none waits forever
-        settings, checkpoint, run_dir = _settings(args, given, settings_class)
+        settings, checkpoint, run_dir = resolved or _settings(args, given, settings_class)
         try:
             summary = train(settings, resume_checkpoint=checkpoint, run_dir=run_dir, comm=comm)
         except TrainingStopped as e:  # raised by every rank at the same step (it is decided on summed numbers)
@@ -181,7 +182,7 @@ def single_process_reason(settings) -> str | None:
 
 
 def _resume_settings(run_dir: Path, given: dict, settings_class=PretrainSettings):
-    from minibert.training.checkpointing import load_training_state
+    from minibert.training.checkpointing import read_training_state
     from minibert.training.run_dir import latest_checkpoint
     settings_file = run_dir / "settings.json"
     if not settings_file.exists():
@@ -189,7 +190,7 @@ def _resume_settings(run_dir: Path, given: dict, settings_class=PretrainSettings
     checkpoint = latest_checkpoint(run_dir)
     if checkpoint is None:
         raise FileNotFoundError(f"--resume {run_dir}: the run has no checkpoint yet; start it again instead")
-    state, _ = load_training_state(checkpoint)
+    state = read_training_state(checkpoint)  # the settings only: the optimizer's arrays are read by the training
     saved = settings_class.from_dict(state["settings"], source=str(checkpoint))
     requested = settings_class.from_dict({**saved.to_dict(), **given})
     changed = requested.differences(saved)

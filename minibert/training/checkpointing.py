@@ -62,12 +62,18 @@ def _contiguous(a):
 
 def load_training_state(checkpoint: Path) -> tuple[dict, dict]:
     """(state.json as a dict, optimizer arrays) of a checkpoint folder."""
+    state = read_training_state(checkpoint)
+    return state, load_safetensors(Path(checkpoint) / STATE_DIR / "optimizer.safetensors")
+
+
+def read_training_state(checkpoint: Path) -> dict:
+    """state.json of a checkpoint folder (settings, step, data position...), after checking that the folder can
+    be resumed from."""
     folder = Path(checkpoint) / STATE_DIR
     if not (folder / "state.json").exists() or not (folder / "optimizer.safetensors").exists():
         raise FileNotFoundError(f"{checkpoint} has no {STATE_DIR}/state.json and optimizer.safetensors: it is a "
                                 f"model folder, not a resumable pre-training checkpoint")
     try:
-        state = json.loads((folder / "state.json").read_text(encoding="utf-8"))
+        return json.loads((folder / "state.json").read_text(encoding="utf-8"))
     except json.JSONDecodeError as e:
         raise ValueError(f"{folder / 'state.json'}: not valid JSON ({e})") from None
-    return state, load_safetensors(folder / "optimizer.safetensors")

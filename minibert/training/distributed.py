@@ -69,6 +69,7 @@ class LocalCommunicator:
 
     rank, size, is_root = 0, 1, True
     launch_hint = ""  # what to type before `minibert ...` to start the same job again
+    ranks_are = "ranks"  # what the log calls them
     allreduce_seconds = 0.0
     allreduce_calls = 0
 
@@ -103,6 +104,7 @@ class MPICommunicator:
         self.rank, self.size = self.comm.Get_rank(), self.comm.Get_size()
         self.is_root = self.rank == 0
         self.launch_hint = f"mpiexec -n {self.size} "
+        self.ranks_are = "ranks"
         self.allreduce_seconds = 0.0  # time spent in allreduce_sum_ (waiting for slower ranks included)
         self.allreduce_calls = 0
 

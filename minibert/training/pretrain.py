@@ -249,8 +249,8 @@ def pretrain(settings: PretrainSettings, resume_checkpoint: Path | None = None, 
         run_dir, plan = Path(run_dir), Plan(**plan)
         settings.name = run_dir.name
         metrics = MetricsLog(run_dir / "metrics.jsonl")
-        ranks = (f" on {comm.size} {'processes' if comm.launch_hint == '' else 'ranks'} "
-                 f"({settings.batch_size // comm.size} sequences each)" if comm.size > 1 else "")
+        ranks = (f" on {comm.size} {comm.ranks_are} ({settings.batch_size // comm.size} sequences each)"
+                 if comm.size > 1 else "")
         log(f"run folder: {run_dir}")
         log(f"model: {getattr(model, 'description', settings.config)}, {model.num_parameters():,} parameters; "
             f"objective {settings.objective}; "

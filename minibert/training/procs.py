@@ -156,6 +156,7 @@ class ProcsCommunicator:
     shared-memory file."""
 
     launch_hint = ""  # how to start the same job again: `minibert pretrain --resume ...` re-launches by itself
+    ranks_are = "processes"  # what the log calls them: the user started one command, not N ranks
 
     def __init__(self, rank: int, size: int, sockets: list[socket.socket], workdir: str):
         self.rank, self.size, self.is_root = rank, size, rank == 0
