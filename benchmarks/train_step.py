@@ -3,11 +3,18 @@
     python benchmarks/train_step.py                  # mini at 32 x 64 and base at 8 x 128
     python benchmarks/train_step.py --configs mini --threads 1 --no-hf
 
+    python benchmarks/train_step.py --configs mini --batch 16 64 --procs 2   # as `minibert pretrain` runs
+
 Three kinds of row, each against the same work in torch:
   fwd+bwd    forward + backward only (the gradients are zeroed outside the timing)
   full step  exactly what `minibert pretrain` does per step: zero_grad, forward, backward, clip_grad_norm at
              1.0, AdamW step (torch: zero_grad, forward, backward, clip_grad_norm_, torch.optim.AdamW)
   optimizer  clipping + AdamW alone, on gradients scaled (untimed) so that clipping always rescales them
+  processes  the full step as `minibert pretrain` runs it by default (--procs N, default: the thread count):
+             N processes of threads/N BLAS threads each, every one its rows of the batch, the gradients summed
+             over them (training/procs.py), then clipping and AdamW; against torch's full step on all threads.
+             The processes run in their own rounds (a fresh group per round), alternating with rounds of
+             torch's full step, so this row is interleaved by rounds, not by steps.
 References, on the same threads:
   (a) Hugging Face BertForPreTraining (decoder over every position, its default attention)
   (b) the same sparse-prediction model as minibert in PyTorch eager: Hugging Face's modules, the decoder run
@@ -34,10 +41,17 @@ def parse_args():
     p.add_argument("--batch", type=int, nargs=2, default=None, metavar=("B", "T"),
                    help="batch shape for every config (default: mini 32 x 64, base 8 x 128; minibert pretrain's "
                         "default run is 16 x 64)")
+    p.add_argument("--procs", type=int, default=None,
+                   help="also time minibert's full step on this many processes, as `minibert pretrain --procs N` "
+                        "runs it (default: --threads; 1 = skip)")
+    p.add_argument("--rank-worker", nargs=4, metavar=("CONFIG", "B", "T", "STEPS"), help=argparse.SUPPRESS)
     return p.parse_args()
 
 
 args = parse_args()
+if args.rank_worker:  # a rank of the "processes" row: started by procs_round() below, threads set by the launcher
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    args.threads = int(os.environ["OPENBLAS_NUM_THREADS"])
 # Thread counts must be set before NumPy and torch load their BLAS.
 os.environ["OPENBLAS_NUM_THREADS"] = os.environ["OMP_NUM_THREADS"] = os.environ["MKL_NUM_THREADS"] = str(args.threads)
 
@@ -170,7 +184,76 @@ def torch_steps(cfg, batch, sparse, attn):
             "optimizer": (scale_grads, optimizer)}
 
 
+def rank_worker(config, B, T, steps):
+    """One rank of the processes row: `steps` full steps (after 3 warm-up steps) exactly as the pretrain loop's
+    data-parallel path runs them; rank 0 prints the step times as JSON."""
+    import json
+
+    from minibert.training.distributed import communicator, rank_share
+    comm = communicator()
+    cfg = BertConfig.preset(config, hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1)
+    ids, types, mask, labels, nsl = make_batch(cfg, B, T)
+    part = rank_share({"input_ids": ids, "token_type_ids": types, "attention_mask": mask, "labels": labels,
+                       "next_sentence_label": nsl}, comm.rank, comm.size)
+    mlm_weight = (part["labels"] != -100).sum() / (labels != -100).sum()  # as pretrain.py weights a rank's loss
+    model = BertForPreTraining(cfg, seed=0)
+    opt = AdamW(model.params, model.grads, lr=1e-4)
+    times = []
+    for i in range(3 + steps):
+        comm.barrier()  # every rank starts the step together, as after the previous step's sum
+        t0 = time.perf_counter()
+        model.zero_grad()
+        model.forward(part["input_ids"], part["token_type_ids"], part["attention_mask"], labels=part["labels"],
+                      next_sentence_label=part["next_sentence_label"])
+        model.backward(loss_scale=1.0 / comm.size, mlm_scale=mlm_weight)
+        comm.allreduce_sum_(model.grads.buffer)
+        clip_grad_norm(model.grads, CLIP)
+        opt.step()
+        if i >= 3:
+            times.append(time.perf_counter() - t0)
+    if comm.is_root:
+        print(json.dumps(times))
+
+
+def procs_round(config, B, T, steps):
+    """Step times of one round of the processes row (a fresh group of args.procs ranks)."""
+    import json
+    import subprocess
+    import sys
+    env = {**os.environ, **{v: str(max(1, args.threads // args.procs))
+                            for v in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")}}
+    out = subprocess.run([sys.executable, "-m", "minibert.training.procs", "-n", str(args.procs), sys.executable,
+                          __file__, "--rank-worker", config, str(B), str(T), str(steps)],
+                         env=env, capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def procs_row(name, cfg, batch, B, T, flops, peak):
+    """The full step on args.procs processes against torch eager's full step on all threads, in rounds."""
+    _, torch_full = torch_steps(cfg, batch, True, "eager")["full step"]
+    for _ in range(3):
+        torch_full()  # warm-up
+    ours, theirs = [], []
+    per_round = max(2, args.steps // 3)
+    for _ in range(3):
+        ours += procs_round(name, B, T, per_round)
+        theirs += [_timed(torch_full) for _ in range(per_round)]
+    ours, theirs = np.median(ours), np.median(theirs)
+    gflops = flops / ours / 1e9
+    label = f"minibert, {args.procs} processes"
+    print(f"  {'processes':10s} {label:32s} {1000 * ours:9.1f} {B * T / ours:10.0f} {gflops:8.1f} "
+          f"{gflops / peak:8.0%} {'':>14s}")
+    print(f"  {'processes':10s} {'torch sparse, eager attention':32s} {1000 * theirs:9.1f} {B * T / theirs:10.0f} "
+          f"{flops / theirs / 1e9:8.1f} {flops / theirs / 1e9 / peak:8.0%} {ours / theirs:14.2f}")
+    print(f"  full step as `minibert pretrain --procs {args.procs}` runs it / torch eager on {args.threads} threads: "
+          f"{ours / theirs:.2f}")
+
+
 def main():
+    if args.rank_worker:
+        config, B, T, steps = args.rank_worker
+        return rank_worker(config, int(B), int(T), int(steps))
+    args.procs = args.threads if args.procs is None else args.procs
     torch.set_num_threads(args.threads)
     print(f"threads: {args.threads}   numpy {np.__version__}   torch {torch.__version__}   transformers "
           f"{transformers.__version__}   load average {os.getloadavg()[0]:.2f}")
@@ -212,6 +295,11 @@ def main():
                     gflops = flops / med / 1e9
                     print(f"  {kind:10s} {c:32s} {1000 * med:9.1f} {B * T / med:10.0f} {gflops:8.1f} "
                           f"{gflops / peak:8.0%} {ours / med:14.2f}")
+        if args.procs > 1:
+            if B % args.procs:
+                print(f"  processes: skipped, batch {B} is not divisible by --procs {args.procs}")
+            else:
+                procs_row(name, cfg, batch, B, T, flops, peak)
 
 
 if __name__ == "__main__":

@@ -80,6 +80,10 @@ tokens, BertForQuestionAnswering for qa). See docs/finetuning.md."""
     model.add_argument("--dropout", type=float, metavar="P",
                        help="dropout of the body and the classifier while fine-tuning (default: the checkpoint's "
                             "hidden_dropout_prob, attention_probs_dropout_prob)")
+    model.add_argument("--recompute", action="store_true",
+                       help="activation recompute: keep only each layer's input and compute the layer again in the "
+                            "backward: far less memory for long texts or large batches, about one more forward per "
+                            "step, the same numbers bit for bit")
     model.add_argument("--select-metric", choices=("accuracy", "macro_f1", "f1", "token_accuracy", "exact_match"),
                        help="eval number that picks the best epoch (default: accuracy for sequence, entity F1 for "
                             "tokens, F1 for qa)")
@@ -223,6 +227,7 @@ def run(args) -> int:
     tokenizer = load_checked_tokenizer(tokenizer_dir, config, checkpoint)
     model = load_for_finetuning(checkpoint, label_names, seed=args.seed, log=log)
     apply_dropout(model, args.dropout)
+    model.set_recompute(args.recompute)
     label2id = model.label2id
     pad_id = tokenizer.pad_token_id
     progress = not args.no_progress

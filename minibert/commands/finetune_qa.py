@@ -71,6 +71,7 @@ def run_qa(args) -> int:
     log(f"model: {checkpoint}")
     model = load_for_finetuning(checkpoint, None, seed=args.seed, log=log, cls=BertForQuestionAnswering)
     apply_dropout(model, args.dropout)
+    model.set_recompute(args.recompute)
     pad_id = tokenizer.pad_token_id
     log(f"training: {math.ceil(len(windows['train']) / settings.batch_size) * settings.epochs} optimizer steps")
 

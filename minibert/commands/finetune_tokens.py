@@ -61,6 +61,7 @@ def run_tokens(args) -> int:
     tokenizer = load_checked_tokenizer(tokenizer_dir, config, checkpoint)
     model = load_for_finetuning(checkpoint, tag_names, seed=args.seed, log=log, cls=BertForTokenClassification)
     apply_dropout(model, args.dropout)
+    model.set_recompute(args.recompute)
     tag2id, pad_id = model.label2id, tokenizer.pad_token_id
     encoded = {name: encode_tagged(tokenizer, data, tag2id, settings.max_length)
                for name, data in (("train", train), ("eval", eval_), ("test", test)) if data is not None}

@@ -79,6 +79,10 @@ def add_arguments(parser: argparse.ArgumentParser, defaults: PretrainSettings | 
     opt.add_argument("--batch-size", type=int, metavar="N", default=None, help=f"sequences per batch [{D.batch_size}]")
     opt.add_argument("--grad-accum", type=int, metavar="N", default=None,
                      help=f"batches whose gradients are summed per optimizer step [{D.grad_accum}]")
+    opt.add_argument("--recompute", action="store_true", default=None,
+                     help="activation recompute: keep only each layer's input in the forward and compute the "
+                          "layer again in the backward: far less memory for long sequences or large batches, "
+                          "about one more forward per step, the same numbers bit for bit")
     opt.add_argument("--lr", type=float, metavar="X", default=None, help=f"peak learning rate [{D.lr:g}]")
     opt.add_argument("--warmup", type=float, metavar="X", default=None,
                      help=f"warmup as a fraction of the steps, then linear decay to 0 [{D.warmup}]")

@@ -83,6 +83,10 @@ class Distiller:
     def zero_grad(self):
         self.student.zero_grad()
 
+    def set_recompute(self, on=True):
+        self.student.set_recompute(on)  # the teacher keeps no activations anyway (forward only)
+        return self
+
     def num_parameters(self):
         return self.student.num_parameters()
 

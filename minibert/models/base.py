@@ -22,6 +22,7 @@ class Model:
     # The name prefix of the BERT body's parameters: "bert." in task models, "" in a bare BertModel.
     # Subclasses also define param_shapes(): every parameter's Hugging Face name and shape.
     base_prefix = ""
+    sub_models = ()  # attributes holding models inside this one (ELECTRA's generator and discriminator)
 
     def __init__(self, config: BertConfig, seed: int = 0, dtype=np.float32, init_weights: bool = True):
         """init_weights=False leaves every parameter at zero, for a caller that overwrites them all at once
@@ -32,6 +33,7 @@ class Model:
         self.config = config
         self.dtype = _check_dtype(dtype)
         self.training = True
+        self.recompute = False  # True: keep each layer's input only, run its forward again in the backward
         self.seed = seed
         self.rng = np.random.default_rng([seed, 1])  # dropout masks; separate from the init stream
         # Parameters in Hugging Face's order (the order of the state dict), initialised as BERT does. They and
@@ -70,6 +72,14 @@ class Model:
 
     def eval(self):
         return self.train(False)
+
+    def set_recompute(self, on: bool = True):
+        """Activation recompute (models/bert.py): each encoder layer keeps only its input in the forward and runs
+        again in the backward. Same gradients, bit for bit; much less memory; one more forward per step."""
+        self.recompute = bool(on)
+        for name in self.sub_models:
+            getattr(self, name).set_recompute(on)
+        return self
 
     def zero_grad(self):
         if self.grads.intact():

@@ -1,5 +1,11 @@
 """BertModel: embeddings, a stack of encoder layers and the pooler. Forward keeps every layer's cache; backward
-calls the layers' backwards in exact reverse order."""
+calls the layers' backwards in exact reverse order.
+
+Activation recompute (`model.recompute = True`, `minibert pretrain --recompute`): the forward keeps only each
+layer's input and where the dropout stream stood when the layer began, and drops the layer's cache; the backward
+runs the layer's forward again from those (same input, same dropout masks), then its backward. Memory for
+activations falls from every layer's cache to one layer's cache plus the L inputs (B, T, H); a step costs one
+more forward of the layers. The gradients are the same bits (tests/models/test_recompute.py)."""
 
 from __future__ import annotations
 
@@ -119,10 +125,13 @@ class BertEncoder:
             w, b = params[self.projection + "weight"], params[self.projection + "bias"]  # (H, E), (H,)
             x, c_proj = linear_forward(x, w, b)  # (B, T, H)
         hidden_states, attentions, c_layers = [x], [], []
+        recompute = m.recompute
         for i in range(cfg.num_hidden_layers):
+            # recompute: remember the input and the dropout stream's state instead of the cache (see the top)
+            start = (x, type(rng.bit_generator), rng.bit_generator.state, additive_mask, training) if recompute else None
             x, probs, c = encoder_layer_forward(x, params, self.layer_prefix(i), additive_mask, cfg, rng,
                                                 training)  # (B, T, H), probs (B, A, T, T)
-            c_layers.append(c)
+            c_layers.append(start if recompute else c)
             hidden_states.append(x)
             if output_attentions:
                 attentions.append(probs)
@@ -160,11 +169,27 @@ class BertEncoder:
             dx = layernorm_backward(dx, c_final, params[prefix + "LayerNorm.weight"],
                                     grads[prefix + "LayerNorm.weight"], grads[prefix + "LayerNorm.bias"])
         for i in reversed(range(cfg.num_hidden_layers)):
-            dx = encoder_layer_backward(dx, c_layers.pop(), params, grads, self.layer_prefix(i), cfg)
+            c = c_layers.pop()
+            if m.recompute:
+                c = self._recompute_layer(i, *c)
+            dx = encoder_layer_backward(dx, c, params, grads, self.layer_prefix(i), cfg)
+            c = None  # this layer's activations go now, before the layer below recomputes its own
         if c_proj is not None:
             dx = linear_backward(dx, c_proj, params[self.projection + "weight"], grads[self.projection + "weight"],
                                  grads[self.projection + "bias"])  # (B, T, E)
         embedding_backward(dx, c_emb, params, grads, prefix, cfg.pad_token_id)
+
+
+    def _recompute_layer(self, i, x, bit_generator, rng_state, additive_mask, training):
+        """Layer i's forward again, on its saved input and with the dropout masks it drew the first time; returns
+        its cache. A generator of the same kind, set to the saved state, replays the stream; the model's own
+        generator is not touched, so the steps that follow draw what they would have drawn without recompute."""
+        m = self.model
+        replay = np.random.Generator(bit_generator())
+        replay.bit_generator.state = rng_state
+        _, _, cache = encoder_layer_forward(x, m.bert_view(m.params), self.layer_prefix(i), additive_mask,
+                                            m.config, replay, training)
+        return cache
 
 
 class BertModel(Model):

@@ -67,6 +67,7 @@ class ElectraPretrainer(Model):
     `.masked_positions` (generator, sparse), `.rtd_logits` (B, T), `.rtd_labels` (B, T), `.corrupted_ids`."""
 
     base_prefix = "electra."
+    sub_models = ("discriminator", "generator")
     mlm_bias_name = GEN + "generator_lm_head.bias"  # where the unigram output bias goes (training.pretrain)
 
     def __init__(self, config, gen_config=None, seed=0, dtype=np.float32, init_weights=True,

@@ -204,6 +204,7 @@ def pretrain(settings: PretrainSettings, resume_checkpoint: Path | None = None, 
         raise ValueError(f"objective {settings.objective} puts sentence pairs in two segments, but the model has "
                          f"type_vocab_size {config.type_vocab_size} (RoBERTa's one token type); use --objective mlm")
     model.train()
+    model.set_recompute(settings.recompute)
     optimizer = AdamW(model.params, model.grads, lr=settings.lr, betas=settings.betas, eps=settings.eps,
                       weight_decay=settings.weight_decay)
     masker, eval_batches, top_token, baseline_acc = recipe_parts(settings, model, data, seq_len,

@@ -14,7 +14,8 @@ from minibert.data.examples import OBJECTIVES
 OUTPUT_BIAS_INITS = ("zero", "unigram")
 PACKINGS = ("sentences", "full")
 # Options that only change what is printed or where files go: allowed to differ on --resume.
-COSMETIC = ("quiet", "runs_dir", "name", "resume", "keep_checkpoints", "plot")
+# Settings a resumed run may change: they do not change what it computes (recompute gives the same bits).
+COSMETIC = ("quiet", "runs_dir", "name", "resume", "keep_checkpoints", "plot", "recompute")
 
 
 @dataclass
@@ -41,6 +42,7 @@ class PretrainSettings:
     # ---- optimisation
     batch_size: int = 16
     grad_accum: int = 1
+    recompute: bool = False              # keep only each layer's input, run its forward again in the backward
     steps: int | None = None             # total optimizer steps; None: as many as fit in `minutes`
     minutes: float = 13.0                # training-time budget when `steps` is not given
     lr: float = 1e-3
