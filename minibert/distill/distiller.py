@@ -83,6 +83,10 @@ class Distiller:
     def zero_grad(self):
         self.student.zero_grad()
 
+    @property
+    def recompute(self):
+        return self.student.recompute
+
     def set_recompute(self, on=True):
         self.student.set_recompute(on)  # the teacher keeps no activations anyway (forward only)
         return self

@@ -38,8 +38,11 @@ def build_eval_batches(documents, objective, seq_len, batch_size, masker, cls_id
 
 def evaluate(model, batches, use_nsp: bool) -> dict:
     """MLM loss (mean over all masked tokens), perplexity, masked-token accuracy, and NSP loss/accuracy."""
-    was_training = model.training
+    was_training, was_recompute = model.training, getattr(model, "recompute", False)
     model.eval()
+    # No backward follows: with recompute on, the layers keep only their inputs, not their activations (the
+    # numbers are the same; the memory of an evaluation batch is not added to the training's peak).
+    model.set_recompute(True)
     mlm_loss_sum = nsp_loss_sum = 0.0
     n_masked = n_correct = n_pairs = n_nsp_correct = 0
     rtd_loss_sum, n_rtd_correct, n_rtd_tokens, n_replaced = 0.0, 0, 0, 0
@@ -69,6 +72,7 @@ def evaluate(model, batches, use_nsp: bool) -> dict:
             n_rtd_correct, n_rtd_tokens, n_replaced = n_rtd_correct + correct, n_rtd_tokens + tokens, \
                 n_replaced + replaced
     model.train(was_training)
+    model.set_recompute(was_recompute)
     mlm_loss = mlm_loss_sum / max(1, n_masked)
     metrics = {"mlm_loss": mlm_loss, "ppl": math.exp(min(mlm_loss, 700.0)), "mlm_acc": n_correct / max(1, n_masked),
                "masked_tokens": n_masked}

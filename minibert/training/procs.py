@@ -14,9 +14,9 @@ of MPI ranks (training/distributed.py: same global batch, each rank its rows, on
 through `ProcsCommunicator`:
 - Rank 0 holds a Unix socket pair with every other rank. A barrier is one message from each rank to rank 0 and
   one back; broadcasts and the weight checks ride on the same messages.
-- A sum over ranks (the gradients, 12 MB for mini) goes through a shared-memory file, one row per rank plus
-  one for the result: each rank writes its row, then adds up its 1/N of the columns over all rows (in rank
-  order, so every rank gets the same bits), then copies the result back.
+- A sum over ranks (the gradients, 12 MB for mini) goes through a shared-memory file, one row per rank: each
+  rank writes its row, then adds up its 1/N of the columns over all rows (in rank order, so every rank gets the
+  same bits) and writes the sums into every row, then copies its row back.
 - A rank that dies closes its sockets: the others notice at the next message and stop with one line, and the
   launcher ends what is left. Nothing waits forever for a dead rank (a rank that hangs alive is not detected).
 """
@@ -162,7 +162,7 @@ class ProcsCommunicator:
         self.rank, self.size, self.is_root = rank, size, rank == 0
         self.sockets = sockets  # rank 0: one per other rank (rank r at index r - 1); others: one, to rank 0
         self.workdir = workdir
-        self.areas = {}  # (dtype, n) -> (size + 1, n) shared array: a row per rank, then their sum
+        self.areas = {}  # (dtype, n) -> (size, n) shared array: a row per rank (each ends holding the sum)
         self.allreduce_seconds = 0.0
         self.allreduce_calls = 0
 
@@ -222,16 +222,17 @@ class ProcsCommunicator:
         """Sum `buffer` (contiguous) over all ranks, in place; every rank gets the same bits."""
         t = time.perf_counter()
         flat = buffer.reshape(-1)  # a view: the buffer is contiguous
-        area = self._area(flat.dtype, flat.size)  # (size + 1, n)
+        area = self._area(flat.dtype, flat.size)  # (size, n): one row per rank
         area[self.rank] = flat
         self.barrier()  # every row written
         lo, hi = self.rank * flat.size // self.size, (self.rank + 1) * flat.size // self.size
-        total = area[self.size, lo:hi]
-        np.copyto(total, area[0, lo:hi])
-        for r in range(1, self.size):  # rank order: the same additions whichever rank does them
+        total = area[0, lo:hi]  # this rank's columns, summed into row 0 ...
+        for r in range(1, self.size):  # ... in rank order: the same additions whichever rank does them
             total += area[r, lo:hi]
+        for r in range(1, self.size):  # ... and copied into every row: no extra row to map
+            area[r, lo:hi] = total
         self.barrier()  # every column summed
-        flat[...] = area[self.size]
+        flat[...] = area[self.rank]
         self.allreduce_seconds += time.perf_counter() - t
         self.allreduce_calls += 1
         return buffer
@@ -242,9 +243,9 @@ class ProcsCommunicator:
             path = os.path.join(self.workdir, f"sum-{dtype.name}-{n}")
             if self.is_root:
                 with open(path, "wb") as f:
-                    f.truncate((self.size + 1) * n * dtype.itemsize)
+                    f.truncate(self.size * n * dtype.itemsize)
             self.barrier()
-            self.areas[key] = np.memmap(path, dtype=dtype, mode="r+", shape=(self.size + 1, n))
+            self.areas[key] = np.memmap(path, dtype=dtype, mode="r+", shape=(self.size, n))
             self.barrier()
             if self.is_root:
                 os.unlink(path)  # the mappings stay; nothing is left behind if a rank is killed later

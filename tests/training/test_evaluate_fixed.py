@@ -45,3 +45,21 @@ def test_most_frequent_token_baseline():
     docs = [[np.array([7, 7, 7, 9])], [np.array([7, 8])]]
     batches = [{"labels": np.array([[-100, 7, 9, -100], [7, 8, -100, -100]])}]
     assert most_frequent_token_accuracy(token_counts(docs, 10), batches) == (7, 0.5)
+
+
+def test_evaluation_keeps_no_layer_activations_and_leaves_the_model_as_it_was():
+    """An evaluation runs no backward, so its forwards keep only the layers' inputs (recompute on), not their
+    activations; the model's mode and recompute setting are what they were before."""
+    masker = Masker(60, MASK, [PAD, 1, CLS, SEP, MASK])
+    batches = build_eval_batches(documents(), "mlm", 24, 8, masker, CLS, SEP, PAD, max_examples=16)
+    model = BertForPreTraining(BertConfig.preset("tiny", vocab_size=60, max_position_embeddings=24), seed=0)
+    assert model.training and not model.recompute
+    metrics = evaluate(model, batches, use_nsp=False)
+    assert model.training and not model.recompute
+    layers = model.bert._cache[2]  # per layer: its input and dropout state only, not the layer's cache
+    assert all(len(entry) == 5 and entry[0].ndim == 3 for entry in layers)
+    by_hand = model.eval().forward(batches[0]["input_ids"], batches[0]["token_type_ids"],
+                                   batches[0]["attention_mask"], labels=batches[0]["labels"])
+    assert len(model.bert._cache[2][0]) > 5  # the same forward without recompute keeps the layer's cache
+    first = evaluate(model, batches[:1], use_nsp=False)
+    assert first["mlm_loss"] == float(by_hand.mlm_loss) and metrics["masked_tokens"] > first["masked_tokens"]
