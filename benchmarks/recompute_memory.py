@@ -2,10 +2,12 @@
 
     python benchmarks/recompute_memory.py                        # base, 8 x 512 tokens, 1 thread
     python benchmarks/recompute_memory.py --config mini --batch-size 32 --seq-len 64 --threads 2
+    python benchmarks/recompute_memory.py --config minilm --batch-size 32 --seq-len 128   # fine-tuning MiniLM
 
 Each contender runs in its own fresh process: a BertForPreTraining of the preset (dropout as in the preset, so
 the replayed masks are exercised), random token ids, 15% of the positions predicted (sparse MLM head), then one
-forward + backward, then a second one (the step a training run repeats, with malloc's memory warm). Printed per
+forward + backward, then a second one (with --config minilm: the real all-MiniLM-L6-v2 as a 3-class
+BertForSequenceClassification, dropout 0.1, as `minibert finetune` trains it) (the step a training run repeats, with malloc's memory warm). Printed per
 contender: resident memory before the step (the model, its gradients and the interpreter), the peak during the
 steps, the peak minus the memory before (what the step itself needs: activations and temporaries), the time of
 the second step, and a SHA-256 of the gradients, which must be the same with and without recompute.
@@ -23,7 +25,7 @@ import sys
 CHILD = r"""
 import hashlib, json, sys, time
 import numpy as np
-from minibert import BertConfig, BertForPreTraining
+from minibert import BertConfig, BertForPreTraining, BertForSequenceClassification
 
 def status(key):
     try:
@@ -34,11 +36,20 @@ def status(key):
         return None
 
 config, B, T, recompute = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4] == "1"
-cfg = BertConfig.preset(config)
-model = BertForPreTraining(cfg, seed=0).set_recompute(recompute)
 rng = np.random.default_rng(0)
-ids = rng.integers(5, cfg.vocab_size, (B, T))                        # (B, T)
-labels = np.where(rng.random((B, T)) < 0.15, ids, -100)              # (B, T) 15% predicted
+if config == "minilm":
+    from minibert.data.builtin import minilm_dir
+    model = BertForSequenceClassification.from_pretrained(minilm_dir(), num_labels=3)
+    model.config.hidden_dropout_prob = model.config.attention_probs_dropout_prob = 0.1
+    cfg = model.config
+    ids = rng.integers(1000, cfg.vocab_size, (B, T))                 # (B, T)
+    labels = rng.integers(0, 3, B)                                   # (B,)
+else:
+    cfg = BertConfig.preset(config)
+    model = BertForPreTraining(cfg, seed=0)
+    ids = rng.integers(5, cfg.vocab_size, (B, T))                    # (B, T)
+    labels = np.where(rng.random((B, T)) < 0.15, ids, -100)          # (B, T) 15% predicted
+model.set_recompute(recompute)
 mask = np.ones((B, T), dtype=np.int64)
 rss_before = status("VmRSS")
 try:
@@ -60,7 +71,7 @@ print(json.dumps({"rss_before": rss_before, "peak": status("VmHWM"), "seconds": 
 
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--config", default="base", help="model preset (default base)")
+    p.add_argument("--config", default="base", help="model preset, or minilm (default base)")
     p.add_argument("--batch-size", type=int, default=8, help="sequences (default 8)")
     p.add_argument("--seq-len", type=int, default=512, help="tokens per sequence (default 512)")
     p.add_argument("--threads", type=int, default=1, help="BLAS threads (default 1)")
