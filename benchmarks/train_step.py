@@ -56,8 +56,9 @@ if args.rank_worker:  # a rank of the "processes" row: started by procs_round() 
 os.environ["OPENBLAS_NUM_THREADS"] = os.environ["OMP_NUM_THREADS"] = os.environ["MKL_NUM_THREADS"] = str(args.threads)
 
 import numpy as np  # noqa: E402
-import torch  # noqa: E402
-import transformers  # noqa: E402
+if not args.rank_worker:  # the ranks of the processes row need neither (nor their memory)
+    import torch  # noqa: E402
+    import transformers  # noqa: E402
 
 from minibert import AdamW, BertConfig, BertForPreTraining, clip_grad_norm, keep_freed_memory  # noqa: E402
 

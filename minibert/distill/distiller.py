@@ -61,6 +61,7 @@ class Distiller:
         self.weights = {**DEFAULT_WEIGHTS[mode], **weights}
         check_weights(mode, self.weights)
         self.student, self.teacher, self.mode, self.temperature = student, teacher.eval(), mode, temperature
+        self.teacher.set_recompute(True)  # never backpropagated: its layers need not keep their activations
         self.params, self.grads, self.config = student.params, student.grads, student.config
         self._cache = None
 
@@ -88,7 +89,7 @@ class Distiller:
         return self.student.recompute
 
     def set_recompute(self, on=True):
-        self.student.set_recompute(on)  # the teacher keeps no activations anyway (forward only)
+        self.student.set_recompute(on)  # the teacher runs with recompute always (forward only)
         return self
 
     def num_parameters(self):

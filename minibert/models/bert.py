@@ -140,7 +140,7 @@ class BertEncoder:
             w, b = params[prefix + "LayerNorm.weight"], params[prefix + "LayerNorm.bias"]  # (H,), (H,)
             x, c_final = layernorm_forward(x, w, b, cfg.layer_norm_eps)  # (B, T, H)
         pooled, c_pool = pooler_forward(x, params, prefix) if self.has_pooler else (None, None)  # (B, H)
-        self._cache = (c_emb, c_proj, c_layers, c_final, c_pool, x.shape)
+        self._cache = (c_emb, c_proj, c_layers, c_final, c_pool, x.shape, recompute)
         return ModelOutput(last_hidden_state=x, pooler_output=pooled,
                            attentions=attentions if output_attentions else None,
                            hidden_states=hidden_states if output_hidden_states else None)
@@ -150,7 +150,7 @@ class BertEncoder:
             raise ValueError("backward() called before forward()")
         m, cfg, prefix = self.model, self.model.config, self.prefix
         params, grads = m.bert_view(m.params), m.bert_view(m.grads)
-        c_emb, c_proj, c_layers, c_final, c_pool, shape = self._cache  # shape = (B, T, H)
+        c_emb, c_proj, c_layers, c_final, c_pool, shape, recompute = self._cache  # shape = (B, T, H)
         if d_last_hidden_state is None:
             dx = np.zeros(shape, dtype=m.dtype)
         else:
@@ -170,7 +170,7 @@ class BertEncoder:
                                     grads[prefix + "LayerNorm.weight"], grads[prefix + "LayerNorm.bias"])
         for i in reversed(range(cfg.num_hidden_layers)):
             c = c_layers.pop()
-            if m.recompute:
+            if recompute:  # as the forward ran (the setting may have changed since)
                 c = self._recompute_layer(i, *c)
             dx = encoder_layer_backward(dx, c, params, grads, self.layer_prefix(i), cfg)
             c = None  # this layer's activations go now, before the layer below recomputes its own

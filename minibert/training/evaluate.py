@@ -3,6 +3,7 @@ same data) are comparable: the only thing that changes between two evaluations i
 
 from __future__ import annotations
 
+import contextlib
 import math
 
 import numpy as np
@@ -36,43 +37,52 @@ def build_eval_batches(documents, objective, seq_len, batch_size, masker, cls_id
     return batches
 
 
+@contextlib.contextmanager
+def forward_only(model):
+    """Eval mode and recompute on for forwards that no backward follows: the layers keep only their inputs, not
+    their activations (the numbers are the same; an evaluation batch adds nothing to the training's peak).
+    The model's mode and recompute setting are restored afterwards, also when an exception is raised."""
+    was_training, was_recompute = model.training, model.recompute
+    model.eval()
+    model.set_recompute(True)
+    try:
+        yield model
+    finally:
+        model.train(was_training)
+        model.set_recompute(was_recompute)
+
+
 def evaluate(model, batches, use_nsp: bool) -> dict:
     """MLM loss (mean over all masked tokens), perplexity, masked-token accuracy, and NSP loss/accuracy."""
-    was_training, was_recompute = model.training, getattr(model, "recompute", False)
-    model.eval()
-    # No backward follows: with recompute on, the layers keep only their inputs, not their activations (the
-    # numbers are the same; the memory of an evaluation batch is not added to the training's peak).
-    model.set_recompute(True)
     mlm_loss_sum = nsp_loss_sum = 0.0
     n_masked = n_correct = n_pairs = n_nsp_correct = 0
     rtd_loss_sum, n_rtd_correct, n_rtd_tokens, n_replaced = 0.0, 0, 0, 0
     parts_sum, loss_sum, n_sequences = {}, 0.0, 0  # a distillation's losses (out.parts), mean over sequences
-    for batch in batches:
-        out = model.forward(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"],
-                            labels=batch["labels"],
-                            next_sentence_label=batch["next_sentence_label"] if use_nsp else None)
-        if out.get("parts") is not None:
-            n = len(batch["input_ids"])
-            n_sequences += n
-            loss_sum += float(out.loss) * n
-            for name, value in out.parts.items():
-                parts_sum[name] = parts_sum.get(name, 0.0) + value * n
-        targets = batch["labels"].reshape(-1)[out.masked_positions]  # (M,)
-        mlm_loss_sum += float(out.mlm_loss) * len(targets)
-        n_correct += int((out.prediction_logits.argmax(axis=-1) == targets).sum())
-        n_masked += len(targets)
-        if use_nsp:
-            nsl = batch["next_sentence_label"]
-            nsp_loss_sum += float(out.nsp_loss) * len(nsl)
-            n_nsp_correct += int((out.seq_relationship_logits.argmax(axis=-1) == nsl).sum())
-            n_pairs += len(nsl)
-        correct, tokens, replaced = rtd_counts(out, batch["attention_mask"])  # ELECTRA only
-        if tokens:
-            rtd_loss_sum += float(out.rtd_loss) * tokens
-            n_rtd_correct, n_rtd_tokens, n_replaced = n_rtd_correct + correct, n_rtd_tokens + tokens, \
-                n_replaced + replaced
-    model.train(was_training)
-    model.set_recompute(was_recompute)
+    with forward_only(model):
+        for batch in batches:
+            out = model.forward(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"],
+                                labels=batch["labels"],
+                                next_sentence_label=batch["next_sentence_label"] if use_nsp else None)
+            if out.get("parts") is not None:
+                n = len(batch["input_ids"])
+                n_sequences += n
+                loss_sum += float(out.loss) * n
+                for name, value in out.parts.items():
+                    parts_sum[name] = parts_sum.get(name, 0.0) + value * n
+            targets = batch["labels"].reshape(-1)[out.masked_positions]  # (M,)
+            mlm_loss_sum += float(out.mlm_loss) * len(targets)
+            n_correct += int((out.prediction_logits.argmax(axis=-1) == targets).sum())
+            n_masked += len(targets)
+            if use_nsp:
+                nsl = batch["next_sentence_label"]
+                nsp_loss_sum += float(out.nsp_loss) * len(nsl)
+                n_nsp_correct += int((out.seq_relationship_logits.argmax(axis=-1) == nsl).sum())
+                n_pairs += len(nsl)
+            correct, tokens, replaced = rtd_counts(out, batch["attention_mask"])  # ELECTRA only
+            if tokens:
+                rtd_loss_sum += float(out.rtd_loss) * tokens
+                n_rtd_correct, n_rtd_tokens, n_replaced = n_rtd_correct + correct, n_rtd_tokens + tokens, \
+                    n_replaced + replaced
     mlm_loss = mlm_loss_sum / max(1, n_masked)
     metrics = {"mlm_loss": mlm_loss, "ppl": math.exp(min(mlm_loss, 700.0)), "mlm_acc": n_correct / max(1, n_masked),
                "masked_tokens": n_masked}

@@ -84,3 +84,21 @@ def test_bad_weights_are_refused():
         Distiller(s, t, "hidden", alpha_ce=1.0)
     with pytest.raises(ValueError, match="every loss weight is 0"):
         Distiller(s, t, "hidden", alpha_cos=0.0, alpha_pool=0.0)
+
+
+@pytest.mark.parametrize("mode", ["mlm", "hidden"])
+def test_recompute_in_the_student_changes_no_bit_and_the_teacher_keeps_no_activations(mode):
+    t = teacher(BertForMaskedLM if mode == "mlm" else BertModel, dtype=np.float32)
+    ids, mask, labels = batch()
+    results = []
+    for recompute in (False, True):
+        student = student_from_teacher(t, [0, 2], mlm_head=mode == "mlm", dropout=0.1)
+        d = Distiller(student, t, mode, alpha_mse=1.0).set_recompute(recompute)
+        assert t.recompute and d.recompute == recompute  # the teacher is never backpropagated
+        d.zero_grad()
+        out = d.forward(ids, None, mask, labels=labels)
+        d.backward()
+        results.append((float(out.loss), {n: g.copy() for n, g in student.grads.items()}))
+    assert results[0][0] == results[1][0]
+    for name, g in results[0][1].items():
+        np.testing.assert_array_equal(results[1][1][name], g, err_msg=name)

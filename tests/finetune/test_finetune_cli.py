@@ -115,8 +115,12 @@ def test_sentence_pairs_and_eval_split(tmp_path, capsys):
     assert first["text_pair"] == "the tree" and first["label"] in ("negative", "neutral", "positive")
 
 
-def test_recompute_gives_the_same_fine_tuning(tmp_path, capsys):
+def test_recompute_gives_the_same_fine_tuning(tmp_path, capsys, monkeypatch):
     """--recompute (activation recompute) changes memory and time, not one number: dropout on, 2 epochs."""
+    from minibert.models.bert import BertEncoder
+    recomputed = []
+    real = BertEncoder._recompute_layer
+    monkeypatch.setattr(BertEncoder, "_recompute_layer", lambda self, i, *a: recomputed.append(i) or real(self, i, *a))
     model = make_model_dir(tmp_path / "model")
     train = write_rows(tmp_path / "train.csv", make_examples(40, seed=3))
     results = []
@@ -125,6 +129,7 @@ def test_recompute_gives_the_same_fine_tuning(tmp_path, capsys):
         assert main(["finetune", "--model", str(model), "--train", train, "--epochs", "2", "--batch-size", "8",
                      "--dropout", "0.2", "--out", str(out), "--json", "--no-progress", *extra]) == 0
         summary = json.loads(capsys.readouterr().out)
+        assert bool(recomputed) == bool(extra)  # the layers were recomputed with --recompute only
         results.append(([{k: v for k, v in h.items() if not k.startswith("elapsed")} for h in summary["history"]],
                         summary["eval"], (out / "model.safetensors").read_bytes()))
     assert results[0][0][-1]["train_loss"] != results[0][0][0]["train_loss"]  # it trained

@@ -53,12 +53,17 @@ def test_predict_answers_with_a_span_of_the_context(reader, capsys):
     assert text in context and float(score) > result["null_score"] - 100
 
 
-def test_fixtures_of_both_versions_run(tmp_path, capsys):
+def test_fixtures_of_both_versions_run(tmp_path, capsys, monkeypatch):
+    from minibert.models.bert import BertEncoder
+    recomputed = []
+    real = BertEncoder._recompute_layer
+    monkeypatch.setattr(BertEncoder, "_recompute_layer", lambda self, i, *a: recomputed.append(i) or real(self, i, *a))
     model = make_tiny_model_dir(tmp_path / "model")
-    for name in ("squad_v1_small", "squad_v2_small"):
+    for name, extra in (("squad_v1_small", []), ("squad_v2_small", ["--recompute"])):
         rc = main(["finetune", "--task-type", "qa", "--model", str(model), "--train", str(FIXTURES / f"{name}.json"),
                    "--eval", str(FIXTURES / f"{name}.json"), "--epochs", "1", "--out", str(tmp_path / name),
-                   "--json", "--no-progress"])
+                   "--json", "--no-progress", *extra])
+        assert bool(recomputed) == bool(extra)  # --recompute reached the reader's encoder
         summary = json.loads(capsys.readouterr().out)
         assert rc == 0 and summary["eval"]["num_questions"] == {"squad_v1_small": 5, "squad_v2_small": 3}[name]
     assert summary["squad_version"] == "2.0" and summary["eval"]["no_answer_count"] == 1

@@ -67,12 +67,18 @@ def test_predict_refuses_what_a_tagger_cannot_do(tagged, capsys):
     assert "are for text classifiers" in capsys.readouterr().err
 
 
-def test_hand_written_fixtures_train_for_one_epoch(tmp_path, capsys):
+def test_hand_written_fixtures_train_for_one_epoch(tmp_path, capsys, monkeypatch):
+    from minibert.models.bert import BertEncoder
+    recomputed = []
+    real = BertEncoder._recompute_layer
+    monkeypatch.setattr(BertEncoder, "_recompute_layer", lambda self, i, *a: recomputed.append(i) or real(self, i, *a))
     model = make_tiny_model_dir(tmp_path / "model")
     out = tmp_path / "out"
     summary = json.loads(run_json(capsys, [
         "finetune", "--task-type", "tokens", "--model", str(model), "--train", str(FIXTURES / "ner_small.conll"),
-        "--eval", str(FIXTURES / "ner_small.conll"), "--epochs", "1", "--out", str(out), "--json", "--no-progress"]))
+        "--eval", str(FIXTURES / "ner_small.conll"), "--epochs", "1", "--out", str(out), "--json", "--no-progress",
+        "--recompute"]))
+    assert recomputed  # --recompute reached the tagger's encoder
     assert summary["labels"] == ["O", "B-LOC", "I-LOC", "B-MISC", "I-MISC", "B-ORG", "I-ORG", "B-PER", "I-PER"]
     assert summary["eval"]["num_sentences"] == 3 and summary["eval"]["support"] == 7  # EU, German, British; Peter Blackburn; France, Britain, Fischler
 

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from minibert import BertConfig, BertForPreTraining, DistilBertConfig, DistilBertForMaskedLM
+from minibert.models.bert import BertEncoder
 from minibert.models.electra_pretraining import ElectraPretrainer
 
 DROPOUT = dict(hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1)
@@ -41,17 +42,21 @@ def batch(vocab_size, seed):
 def step(model, seed):
     ids, mask, labels = batch(model.config.vocab_size, seed)
     model.zero_grad()
-    kwargs = {"sample_rng": np.random.default_rng(seed)} if isinstance(model, ElectraPretrainer) else {}
-    out = model.forward(ids, None, mask, labels=labels, **kwargs)
+    # (ELECTRA samples its replacements from the model's own generator, between the two models' dropout draws)
+    out = model.forward(ids, None, mask, labels=labels)
     model.backward()
     return out.loss
 
 
 @pytest.mark.parametrize("family", list(FAMILIES))
-def test_recompute_gives_the_same_bits(family):
+def test_recompute_gives_the_same_bits(family, monkeypatch):
     plain, again = FAMILIES[family](), FAMILIES[family]()
     again.set_recompute(True)
     assert plain.training and again.recompute and not plain.recompute
+    recomputed = []
+    real = BertEncoder._recompute_layer
+    monkeypatch.setattr(BertEncoder, "_recompute_layer",
+                        lambda self, i, *a: recomputed.append(self.model) or real(self, i, *a))
     for seed in (0, 1):  # two steps: the second draws its dropout masks from where the first left the stream
         assert step(plain, seed) == step(again, seed)
         for name, g in plain.grads.items():
@@ -59,6 +64,10 @@ def test_recompute_gives_the_same_bits(family):
         layer_grads = [g for name, g in plain.grads.items() if ".layer." in name]
         assert layer_grads and all(np.any(g != 0) for g in layer_grads)  # the layers were really backpropagated
     assert plain.rng.bit_generator.state == again.rng.bit_generator.state
+    # every layer of every encoder was recomputed (ELECTRA: the generator's and the discriminator's), twice
+    encoders = {id(m) for m in recomputed}
+    assert len(encoders) == (2 if isinstance(again, ElectraPretrainer) else 1)
+    assert len(recomputed) == 2 * again.config.num_hidden_layers * len(encoders)
 
 
 def _bytes_held(obj, seen):

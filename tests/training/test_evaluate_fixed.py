@@ -63,3 +63,12 @@ def test_evaluation_keeps_no_layer_activations_and_leaves_the_model_as_it_was():
     assert len(model.bert._cache[2][0]) > 5  # the same forward without recompute keeps the layer's cache
     first = evaluate(model, batches[:1], use_nsp=False)
     assert first["mlm_loss"] == float(by_hand.mlm_loss) and metrics["masked_tokens"] > first["masked_tokens"]
+
+
+def test_evaluation_restores_the_model_when_a_forward_fails():
+    model = BertForPreTraining(BertConfig.preset("tiny", vocab_size=60, max_position_embeddings=24), seed=0)
+    bad = [{"input_ids": np.full((2, 30), 5), "token_type_ids": None, "attention_mask": np.ones((2, 30), int),
+            "labels": np.full((2, 30), -100), "next_sentence_label": None}]  # 30 tokens > 24 positions
+    with pytest.raises(ValueError):
+        evaluate(model, bad, use_nsp=False)
+    assert model.training and not model.recompute
