@@ -24,6 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
+from minibert.models.base import forward_only
+
 BUILTIN_MODELS = ("minilm",)  # names accepted in place of a folder
 
 
@@ -155,12 +157,13 @@ class SentenceEncoder:
         if progress:
             from tqdm import tqdm
             starts = tqdm(starts, desc="embedding", unit="batch", disable=None)
-        for start in starts:
-            rows = order[start:start + batch_size]
-            input_ids, attention_mask = pad_batch([token_ids[i] for i in rows], self.pad_id)
-            hidden = self.body.forward(input_ids, None, attention_mask).last_hidden_state  # (b, T, H)
-            out[rows] = mean_pool(hidden, attention_mask)  # (b, H), written back to the callers' rows
-        self.body._cache = None  # the forward keeps activations for a backward we will not run: free them
+        with forward_only(self.model):  # no backward follows: the layers keep no activations
+            for start in starts:
+                rows = order[start:start + batch_size]
+                input_ids, attention_mask = pad_batch([token_ids[i] for i in rows], self.pad_id)
+                hidden = self.body.forward(input_ids, None, attention_mask).last_hidden_state  # (b, T, H)
+                out[rows] = mean_pool(hidden, attention_mask)  # (b, H), written back to the callers' rows
+        self.body._cache = None  # the last batch's layer inputs
         return l2_normalize(out) if normalize else out
 
     __call__ = encode

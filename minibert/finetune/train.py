@@ -15,6 +15,7 @@ import numpy as np
 
 from minibert.finetune.data import Examples
 from minibert.finetune.metrics import classification_metrics
+from minibert.models.base import forward_only
 from minibert.optim import AdamW, clip_grad_norm, linear_warmup_decay
 
 # The eval numbers that may pick the best epoch: classification (accuracy, macro_f1), token classification
@@ -86,12 +87,13 @@ def forward_in_batches(model, encoded: list, pad_id: int, batch_size: int = 64, 
     length (little padding). Any head: the caller reads the outputs it needs."""
     from tqdm import tqdm
 
-    model.eval()
     order = np.argsort([len(ids) for ids, _ in encoded], kind="stable")  # similar lengths -> little padding
-    for start in tqdm(range(0, len(order), batch_size), desc=desc, unit="batch", disable=not progress, leave=False):
-        chosen = order[start:start + batch_size]
-        yield chosen, model.forward(*collate(encoded, chosen, pad_id))
-    model.bert._cache = None  # no backward follows: free the activations
+    with forward_only(model):  # eval mode; no backward follows, so the layers keep no activations
+        for start in tqdm(range(0, len(order), batch_size), desc=desc, unit="batch", disable=not progress,
+                          leave=False):
+            chosen = order[start:start + batch_size]
+            yield chosen, model.forward(*collate(encoded, chosen, pad_id))
+    model.bert._cache = None  # free the last batch's layer inputs too
 
 
 def predict_logits(model, encoded: list, pad_id: int, batch_size: int = 64, progress: bool = False,

@@ -3,6 +3,8 @@ a seeded dropout generator, and loading/saving Hugging Face checkpoint folders."
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 
 from minibert.config import BertConfig
@@ -113,3 +115,21 @@ class Model:
         """Write config.json and model.safetensors that transformers loads into the matching class."""
         from minibert.io.checkpoint import save_pretrained
         save_pretrained(self, path)
+
+
+@contextlib.contextmanager
+def forward_only(model):
+    """Eval mode and recompute on for forwards that no backward follows: the layers keep only their inputs, not
+    their activations (the numbers are the same; an evaluation batch adds nothing to the training's peak).
+    The model's mode and recompute setting are restored afterwards, also when an exception is raised."""
+    was_training, was_recompute = model.training, getattr(model, "recompute", None)
+    can_recompute = hasattr(model, "set_recompute")  # (a stand-in model in a test may have no encoder)
+    model.eval()
+    if can_recompute:
+        model.set_recompute(True)
+    try:
+        yield model
+    finally:
+        model.train(was_training)
+        if can_recompute:
+            model.set_recompute(was_recompute)

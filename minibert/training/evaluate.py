@@ -3,13 +3,13 @@ same data) are comparable: the only thing that changes between two evaluations i
 
 from __future__ import annotations
 
-import contextlib
 import math
 
 import numpy as np
 
 from minibert.data.examples import collate, make_examples
 from minibert.layers.loss import IGNORE_INDEX
+from minibert.models.base import forward_only
 from minibert.training.objectives import rtd_counts
 
 EVAL_SEED = 1234  # fixed: independent of the run's --seed
@@ -35,21 +35,6 @@ def build_eval_batches(documents, objective, seq_len, batch_size, masker, cls_id
             batch["input_ids"][row, :n], batch["labels"][row, :n] = masked[0], labels[0]
         batches.append(batch)
     return batches
-
-
-@contextlib.contextmanager
-def forward_only(model):
-    """Eval mode and recompute on for forwards that no backward follows: the layers keep only their inputs, not
-    their activations (the numbers are the same; an evaluation batch adds nothing to the training's peak).
-    The model's mode and recompute setting are restored afterwards, also when an exception is raised."""
-    was_training, was_recompute = model.training, model.recompute
-    model.eval()
-    model.set_recompute(True)
-    try:
-        yield model
-    finally:
-        model.train(was_training)
-        model.set_recompute(was_recompute)
 
 
 def evaluate(model, batches, use_nsp: bool) -> dict:

@@ -88,6 +88,10 @@ class FixedModel:
         self.bert = type("Body", (), {"_cache": None})()
 
     def eval(self):
+        return self.train(False)
+
+    def train(self, mode=True):  # forward_in_batches puts the model back in the mode it found it in
+        self.training = mode
         return self
 
     def forward(self, input_ids, token_type_ids, attention_mask):

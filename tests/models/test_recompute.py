@@ -101,3 +101,23 @@ def test_recompute_keeps_only_the_layer_inputs():
     inputs = cfg.num_hidden_layers * 4 * 64 * 32 * 4  # L inputs of (B, T, H) float32
     assert held[True] == inputs
     assert held[False] > 10 * held[True]  # attention probabilities, dropout masks, the (B, T, F) activations...
+
+
+def test_inference_paths_keep_no_layer_activations_and_restore_the_model():
+    """Fine-tuning's evaluation and prediction (forward_in_batches) and sentence embeddings run forward only:
+    the layers keep just their inputs while they run, and the model comes back in the mode it was in."""
+    from minibert import BertForSequenceClassification
+    from minibert.embeddings import SentenceEncoder
+    from minibert.finetune.train import forward_in_batches
+    from minibert.tokenizer.wordpiece import WordPieceTokenizer
+    cfg = BertConfig(**SIZES, **DROPOUT)
+    model = BertForSequenceClassification(cfg, num_labels=3, seed=0)
+    rng = np.random.default_rng(0)
+    encoded = [(rng.integers(5, 53, n), np.zeros(n, dtype=np.int64)) for n in (5, 9, 12)]
+    kept = [len(entry) for _, _ in forward_in_batches(model, encoded, 0, batch_size=2) for entry in model.bert._cache[2]]
+    assert kept == [5] * (2 * cfg.num_hidden_layers)  # (input, generator, state, mask, training) per layer
+    assert model.training and not model.recompute
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"w{i}" for i in range(48)]
+    encoder = SentenceEncoder(model, WordPieceTokenizer(vocab))
+    assert encoder.encode(["w1 w2 w3", "w4"]).shape == (2, cfg.hidden_size)
+    assert not model.recompute
