@@ -7,6 +7,7 @@ import pytest
 
 from finetune_helpers import make_examples, make_model_dir, write_rows
 from minibert.cli import main
+from recompute_helpers import record_recomputed_layers
 
 
 @pytest.fixture(scope="module")
@@ -117,10 +118,7 @@ def test_sentence_pairs_and_eval_split(tmp_path, capsys):
 
 def test_recompute_gives_the_same_fine_tuning(tmp_path, capsys, monkeypatch):
     """--recompute (activation recompute) changes memory and time, not one number: dropout on, 2 epochs."""
-    from minibert.models.bert import BertEncoder
-    recomputed = []
-    real = BertEncoder._recompute_layer
-    monkeypatch.setattr(BertEncoder, "_recompute_layer", lambda self, i, *a: recomputed.append(i) or real(self, i, *a))
+    recomputed = record_recomputed_layers(monkeypatch)
     model = make_model_dir(tmp_path / "model")
     train = write_rows(tmp_path / "train.csv", make_examples(40, seed=3))
     results = []

@@ -9,6 +9,7 @@ import pytest
 from heads_helpers import FIXTURES, make_tiny_model_dir, run_cli_json
 from minibert.cli import main
 from minibert.finetune import synthetic
+from recompute_helpers import record_recomputed_layers
 
 
 @pytest.fixture(scope="module")
@@ -54,10 +55,7 @@ def test_predict_answers_with_a_span_of_the_context(reader, capsys):
 
 
 def test_fixtures_of_both_versions_run(tmp_path, capsys, monkeypatch):
-    from minibert.models.bert import BertEncoder
-    recomputed = []
-    real = BertEncoder._recompute_layer
-    monkeypatch.setattr(BertEncoder, "_recompute_layer", lambda self, i, *a: recomputed.append(i) or real(self, i, *a))
+    recomputed = record_recomputed_layers(monkeypatch)
     model = make_tiny_model_dir(tmp_path / "model")
     for name, extra in (("squad_v1_small", []), ("squad_v2_small", ["--recompute"])):
         rc = main(["finetune", "--task-type", "qa", "--model", str(model), "--train", str(FIXTURES / f"{name}.json"),

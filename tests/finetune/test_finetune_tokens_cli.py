@@ -9,6 +9,7 @@ import pytest
 from heads_helpers import FIXTURES, make_tiny_model_dir, run_cli_json
 from minibert.cli import main
 from minibert.finetune import synthetic
+from recompute_helpers import record_recomputed_layers
 
 
 def run_json(capsys, argv):
@@ -68,10 +69,7 @@ def test_predict_refuses_what_a_tagger_cannot_do(tagged, capsys):
 
 
 def test_hand_written_fixtures_train_for_one_epoch(tmp_path, capsys, monkeypatch):
-    from minibert.models.bert import BertEncoder
-    recomputed = []
-    real = BertEncoder._recompute_layer
-    monkeypatch.setattr(BertEncoder, "_recompute_layer", lambda self, i, *a: recomputed.append(i) or real(self, i, *a))
+    recomputed = record_recomputed_layers(monkeypatch)
     model = make_tiny_model_dir(tmp_path / "model")
     out = tmp_path / "out"
     summary = json.loads(run_json(capsys, [

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from minibert import BertConfig, BertForPreTraining, DistilBertConfig, DistilBertForMaskedLM
-from minibert.models.bert import BertEncoder
 from minibert.models.electra_pretraining import ElectraPretrainer
+from recompute_helpers import record_recomputed_layers
 
 DROPOUT = dict(hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1)
 SIZES = dict(vocab_size=53, hidden_size=24, num_hidden_layers=3, num_attention_heads=4, intermediate_size=40,
@@ -53,10 +53,7 @@ def test_recompute_gives_the_same_bits(family, monkeypatch):
     plain, again = FAMILIES[family](), FAMILIES[family]()
     again.set_recompute(True)
     assert plain.training and again.recompute and not plain.recompute
-    recomputed = []
-    real = BertEncoder._recompute_layer
-    monkeypatch.setattr(BertEncoder, "_recompute_layer",
-                        lambda self, i, *a: recomputed.append(self.model) or real(self, i, *a))
+    recomputed = record_recomputed_layers(monkeypatch)
     for seed in (0, 1):  # two steps: the second draws its dropout masks from where the first left the stream
         assert step(plain, seed) == step(again, seed)
         for name, g in plain.grads.items():
@@ -65,7 +62,7 @@ def test_recompute_gives_the_same_bits(family, monkeypatch):
         assert layer_grads and all(np.any(g != 0) for g in layer_grads)  # the layers were really backpropagated
     assert plain.rng.bit_generator.state == again.rng.bit_generator.state
     # every layer of every encoder was recomputed (ELECTRA: the generator's and the discriminator's), twice
-    encoders = {id(m) for m in recomputed}
+    encoders = {id(m) for m, _ in recomputed}
     assert len(encoders) == (2 if isinstance(again, ElectraPretrainer) else 1)
     assert len(recomputed) == 2 * again.config.num_hidden_layers * len(encoders)
 

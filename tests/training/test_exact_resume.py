@@ -8,6 +8,7 @@ from minibert.io.safetensors_io import load_safetensors
 from minibert.training.metrics import read_metrics
 from minibert.training.pretrain import pretrain
 from pretrain_helpers import interrupt_in_step, synthetic_documents, tiny_settings, write_corpus
+from recompute_helpers import record_recomputed_layers
 
 TIMING = ("tokens_per_s", "elapsed")
 
@@ -54,23 +55,10 @@ def test_stop_and_resume_gives_identical_losses_and_weights(tmp_path, monkeypatc
 def test_recompute_changes_no_number_and_may_be_switched_on_at_resume(tmp_path, monkeypatch):
     """--recompute (activation recompute) gives the run's numbers bit for bit; as it changes nothing it computes,
     a resumed run may turn it on (or off)."""
-    from minibert.models.bert import BertEncoder
-    monkeypatch.setenv("MINIBERT_CACHE", str(tmp_path / "cache"))
-    corpus = write_corpus(tmp_path / "c.txt", synthetic_documents(60))
-    options = dict(steps=8, batch_size=6, dropout=0.1, log_every=2, eval_every=4, save_every=4, keep_checkpoints=0,
-                   eval_examples=16)
-    pretrain(tiny_settings(corpus, tmp_path / "runs", name="plain", **options), log=lambda *a: None)
-
-    restore_clip = interrupt_in_step(monkeypatch, 6)
-    with pytest.raises(KeyboardInterrupt):
-        pretrain(tiny_settings(corpus, tmp_path / "runs", name="switched", **options), log=lambda *a: None)
-    restore_clip()
-    recomputed = []
-    real = BertEncoder._recompute_layer
-    monkeypatch.setattr(BertEncoder, "_recompute_layer", lambda self, i, *a: recomputed.append(i) or real(self, i, *a))
+    recomputed = record_recomputed_layers(monkeypatch)
     switched = tmp_path / "runs" / "switched"
     assert main(["pretrain", "--resume", str(switched), "--recompute", "--quiet", "--no-examples"]) == 0
-    assert recomputed[:2] == [1, 0]  # tiny's 2 layers, recomputed in reverse order in every backward
+    assert [i for _, i in recomputed[:2]] == [1, 0]  # tiny's 2 layers, recomputed in reverse order in every backward
 
     plain = tmp_path / "runs" / "plain"
     assert comparable(read_metrics(plain / "metrics.jsonl")) == comparable(read_metrics(switched / "metrics.jsonl"))
