@@ -55,6 +55,16 @@ def test_stop_and_resume_gives_identical_losses_and_weights(tmp_path, monkeypatc
 def test_recompute_changes_no_number_and_may_be_switched_on_at_resume(tmp_path, monkeypatch):
     """--recompute (activation recompute) gives the run's numbers bit for bit; as it changes nothing it computes,
     a resumed run may turn it on (or off)."""
+    monkeypatch.setenv("MINIBERT_CACHE", str(tmp_path / "cache"))
+    corpus = write_corpus(tmp_path / "c.txt", synthetic_documents(60))
+    options = dict(steps=8, batch_size=6, dropout=0.1, log_every=2, eval_every=4, save_every=4, keep_checkpoints=0,
+                   eval_examples=16)
+    pretrain(tiny_settings(corpus, tmp_path / "runs", name="plain", **options), log=lambda *a: None)
+
+    restore_clip = interrupt_in_step(monkeypatch, 6)
+    with pytest.raises(KeyboardInterrupt):
+        pretrain(tiny_settings(corpus, tmp_path / "runs", name="switched", **options), log=lambda *a: None)
+    restore_clip()
     recomputed = record_recomputed_layers(monkeypatch)
     switched = tmp_path / "runs" / "switched"
     assert main(["pretrain", "--resume", str(switched), "--recompute", "--quiet", "--no-examples"]) == 0
