@@ -5,12 +5,13 @@
     python benchmarks/recompute_memory.py --config minilm --batch-size 32 --seq-len 128   # fine-tuning MiniLM
 
 Each contender runs in its own fresh process: a BertForPreTraining of the preset (dropout as in the preset, so
-the replayed masks are exercised), random token ids, 15% of the positions predicted (sparse MLM head), then one
-forward + backward, then a second one (with --config minilm: the real all-MiniLM-L6-v2 as a 3-class
-BertForSequenceClassification, dropout 0.1, as `minibert finetune` trains it) (the step a training run repeats, with malloc's memory warm). Printed per
-contender: resident memory before the step (the model, its gradients and the interpreter), the peak during the
-steps, the peak minus the memory before (what the step itself needs: activations and temporaries), the time of
-the second step, and a SHA-256 of the gradients, which must be the same with and without recompute.
+the replayed masks are exercised), random token ids, 15% of the positions predicted (sparse MLM head); with
+--config minilm, the real all-MiniLM-L6-v2 as a 3-class BertForSequenceClassification, dropout 0.1, as
+`minibert finetune` trains it. Then one forward + backward, then a second one (the step a training run
+repeats, with malloc's memory warm). Printed per contender: resident memory before the step (the model, its
+gradients and the interpreter), the peak during the steps, the peak minus the memory before (what the step
+itself needs: activations and temporaries), the time of the second step, and a SHA-256 of the gradients, which
+must be the same with and without recompute.
 
 The peak during the steps is the kernel's high-water mark (VmHWM), reset just before the step (Linux:
 /proc/self/clear_refs); elsewhere the process's whole peak is printed.
@@ -90,9 +91,9 @@ def main():
         print(f"{name:12s} before the step {r['rss_before']:7.0f} MiB   peak {r['peak']:7.0f} MiB   "
               f"step needs {r['peak'] - r['rss_before']:7.0f} MiB   step {r['seconds']:6.2f} s   grads {r['grads']}")
     plain, again = rows[False], rows[True]
-    print(f"recompute: the step needs {(again['peak'] - again['rss_before']) / (plain['peak'] - plain['rss_before']):.2f}"
-          f"x the memory, takes {again['seconds'] / plain['seconds']:.2f}x the time; gradients "
-          f"{'identical' if again['grads'] == plain['grads'] else 'DIFFERENT'}")
+    share = (again["peak"] - again["rss_before"]) / (plain["peak"] - plain["rss_before"])
+    print(f"recompute: the step needs {share:.2f}x the memory, takes {again['seconds'] / plain['seconds']:.2f}x "
+          f"the time; gradients {'identical' if again['grads'] == plain['grads'] else 'DIFFERENT'}")
     print(f"load average after: {os.getloadavg()[0]:.1f}")
 
 

@@ -221,11 +221,10 @@ def procs_round(config, B, T, steps):
     import json
     import subprocess
     import sys
-    env = {**os.environ, **{v: str(max(1, args.threads // args.procs))
-                            for v in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")}}
-    out = subprocess.run([sys.executable, "-m", "minibert.training.procs", "-n", str(args.procs), sys.executable,
-                          __file__, "--rank-worker", config, str(B), str(T), str(steps)],
-                         env=env, capture_output=True, text=True, check=True)
+    threads = str(max(1, args.threads // args.procs))  # per rank; the launcher sets them in each rank's environment
+    out = subprocess.run([sys.executable, "-m", "minibert.training.procs", "-n", str(args.procs), "--threads", threads,
+                          sys.executable, __file__, "--rank-worker", config, str(B), str(T), str(steps)],
+                         capture_output=True, text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 

@@ -128,7 +128,8 @@ class BertEncoder:
         recompute = m.recompute
         for i in range(cfg.num_hidden_layers):
             # recompute: remember the input and the dropout stream's state instead of the cache (see the top)
-            start = (x, type(rng.bit_generator), rng.bit_generator.state, additive_mask, training) if recompute else None
+            start = ((x, type(rng.bit_generator), rng.bit_generator.state, additive_mask, training) if recompute
+                     else None)
             x, probs, c = encoder_layer_forward(x, params, self.layer_prefix(i), additive_mask, cfg, rng,
                                                 training)  # (B, T, H), probs (B, A, T, T)
             c_layers.append(start if recompute else c)
@@ -178,7 +179,6 @@ class BertEncoder:
             dx = linear_backward(dx, c_proj, params[self.projection + "weight"], grads[self.projection + "weight"],
                                  grads[self.projection + "bias"])  # (B, T, E)
         embedding_backward(dx, c_emb, params, grads, prefix, cfg.pad_token_id)
-
 
     def _recompute_layer(self, i, x, bit_generator, rng_state, additive_mask, training):
         """Layer i's forward again, on its saved input and with the dropout masks it drew the first time; returns
