@@ -13,6 +13,9 @@ Three kinds of row, each against the same work in torch:
   processes  the full step as `minibert pretrain` runs it by default (--procs N, default: the thread count):
              N processes of threads/N BLAS threads each, every one its rows of the batch, the gradients summed
              over them (training/procs.py), then clipping and AdamW; against torch's full step on all threads.
+             Each process sums, clips and updates its 1/N of the weights (training/sharded.py), as pretrain
+             does; a second row times every process doing all of it (the gradients summed on every rank,
+             then clipping and AdamW over the whole buffer), as pretrain did before, for comparison.
              The processes run in their own rounds (a fresh group per round), alternating with rounds of
              torch's full step, so this row is interleaved by rounds, not by steps.
 References, on the same threads:
@@ -44,7 +47,7 @@ def parse_args():
     p.add_argument("--procs", type=int, default=None,
                    help="also time minibert's full step on this many processes, as `minibert pretrain --procs N` "
                         "runs it (default: --threads; 1 = skip)")
-    p.add_argument("--rank-worker", nargs=4, metavar=("CONFIG", "B", "T", "STEPS"), help=argparse.SUPPRESS)
+    p.add_argument("--rank-worker", nargs=5, metavar=("CONFIG", "B", "T", "STEPS", "OPTIMIZER"), help=argparse.SUPPRESS)
     return p.parse_args()
 
 
@@ -185,12 +188,14 @@ def torch_steps(cfg, batch, sparse, attn):
             "optimizer": (scale_grads, optimizer)}
 
 
-def rank_worker(config, B, T, steps):
+def rank_worker(config, B, T, steps, optimizer):
     """One rank of the processes row: `steps` full steps (after 3 warm-up steps) exactly as the pretrain loop's
-    data-parallel path runs them; rank 0 prints the step times as JSON."""
+    data-parallel path runs them (optimizer "sharded"), or with the whole AdamW step on every rank ("whole", the
+    path before training/sharded.py); rank 0 prints the step times as JSON."""
     import json
 
     from minibert.training.distributed import communicator, rank_share
+    from minibert.training.sharded import ShardedAdamW
     comm = communicator()
     cfg = BertConfig.preset(config, hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1)
     ids, types, mask, labels, nsl = make_batch(cfg, B, T)
@@ -198,7 +203,9 @@ def rank_worker(config, B, T, steps):
                        "next_sentence_label": nsl}, comm.rank, comm.size)
     mlm_weight = (part["labels"] != -100).sum() / (labels != -100).sum()  # as pretrain.py weights a rank's loss
     model = BertForPreTraining(cfg, seed=0)
-    opt = AdamW(model.params, model.grads, lr=1e-4)
+    sharded = optimizer == "sharded"
+    opt = (ShardedAdamW(model.params, model.grads, comm, lr=1e-4) if sharded
+           else AdamW(model.params, model.grads, lr=1e-4))
     times = []
     for i in range(3 + steps):
         comm.barrier()  # every rank starts the step together, as after the previous step's sum
@@ -207,8 +214,13 @@ def rank_worker(config, B, T, steps):
         model.forward(part["input_ids"], part["token_type_ids"], part["attention_mask"], labels=part["labels"],
                       next_sentence_label=part["next_sentence_label"])
         model.backward(loss_scale=1.0 / comm.size, mlm_scale=mlm_weight)
-        comm.allreduce_sum_(model.grads.buffer)
-        clip_grad_norm(model.grads, CLIP)
+        sums = np.zeros(12)  # the step's loss and accuracy sums, summed with the gradient as pretrain does
+        if sharded:
+            opt.reduce_and_clip(sums, CLIP)
+        else:
+            comm.allreduce_sum_(model.grads.buffer)
+            comm.allreduce_sum_(sums)
+            clip_grad_norm(model.grads, CLIP)
         opt.step()
         if i >= 3:
             times.append(time.perf_counter() - t0)
@@ -216,43 +228,45 @@ def rank_worker(config, B, T, steps):
         print(json.dumps(times))
 
 
-def procs_round(config, B, T, steps):
+def procs_round(config, B, T, steps, optimizer="sharded"):
     """Step times of one round of the processes row (a fresh group of args.procs ranks)."""
     import json
     import subprocess
     import sys
     threads = str(max(1, args.threads // args.procs))  # per rank; the launcher sets them in each rank's environment
     out = subprocess.run([sys.executable, "-m", "minibert.training.procs", "-n", str(args.procs), "--threads", threads,
-                          sys.executable, __file__, "--rank-worker", config, str(B), str(T), str(steps)],
+                          sys.executable, __file__, "--rank-worker", config, str(B), str(T), str(steps), optimizer],
                          capture_output=True, text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def procs_row(name, cfg, batch, B, T, flops, peak):
-    """The full step on args.procs processes against torch eager's full step on all threads, in rounds."""
+    """The full step on args.procs processes against torch eager's full step on all threads, in rounds (and the
+    same processes with the whole AdamW step on every rank)."""
     _, torch_full = torch_steps(cfg, batch, True, "eager")["full step"]
     for _ in range(3):
         torch_full()  # warm-up
-    ours, theirs = [], []
+    ours, whole, theirs = [], [], []
     per_round = max(2, args.steps // 3)
     for _ in range(3):
         ours += procs_round(name, B, T, per_round)
+        whole += procs_round(name, B, T, per_round, "whole")
         theirs += [_timed(torch_full) for _ in range(per_round)]
-    ours, theirs = np.median(ours), np.median(theirs)
-    gflops = flops / ours / 1e9
-    label = f"minibert, {args.procs} processes"
-    print(f"  {'processes':10s} {label:32s} {1000 * ours:9.1f} {B * T / ours:10.0f} {gflops:8.1f} "
-          f"{gflops / peak:8.0%} {'':>14s}")
-    print(f"  {'processes':10s} {'torch sparse, eager attention':32s} {1000 * theirs:9.1f} {B * T / theirs:10.0f} "
-          f"{flops / theirs / 1e9:8.1f} {flops / theirs / 1e9 / peak:8.0%} {ours / theirs:14.2f}")
+    ours, whole, theirs = np.median(ours), np.median(whole), np.median(theirs)
+    for label, seconds in ((f"minibert, {args.procs} processes", ours),
+                           ("  same, whole AdamW per process", whole),
+                           ("torch sparse, eager attention", theirs)):
+        gflops = flops / seconds / 1e9
+        print(f"  {'processes':10s} {label:32s} {1000 * seconds:9.1f} {B * T / seconds:10.0f} {gflops:8.1f} "
+              f"{gflops / peak:8.0%} {ours / seconds:14.2f}")
     print(f"  full step as `minibert pretrain --procs {args.procs}` runs it / torch eager on {args.threads} threads: "
-          f"{ours / theirs:.2f}")
+          f"{ours / theirs:.2f} (whole AdamW on every process: {whole / theirs:.2f})")
 
 
 def main():
     if args.rank_worker:
-        config, B, T, steps = args.rank_worker
-        return rank_worker(config, int(B), int(T), int(steps))
+        config, B, T, steps, optimizer = args.rank_worker
+        return rank_worker(config, int(B), int(T), int(steps), optimizer)
     args.procs = args.threads if args.procs is None else args.procs
     torch.set_num_threads(args.threads)
     print(f"threads: {args.threads}   numpy {np.__version__}   torch {torch.__version__}   transformers "

@@ -33,7 +33,9 @@ class AdamW:
     tensor at a time. Both paths do the same operations in the same order: the results are identical."""
 
     def __init__(self, params: dict, grads: dict, lr=1e-4, betas=(0.9, 0.999), eps=1e-6, weight_decay=0.01,
-                 no_decay=default_no_decay):
+                 no_decay=default_no_decay, shard: slice | None = None):
+        """shard: update only these entries of the flat buffers and keep moments for them alone (ZeRO stage 1
+        over data-parallel ranks, training/sharded.py); the other entries are left as they are."""
         if lr < 0 or eps < 0 or weight_decay < 0:
             raise ValueError(f"AdamW: lr, eps and weight_decay must be >= 0, got {lr}, {eps}, {weight_decay}")
         if not all(0.0 <= b < 1.0 for b in betas):
@@ -42,14 +44,24 @@ class AdamW:
         self.lr, self.betas, self.eps, self.weight_decay = lr, tuple(betas), eps, weight_decay
         self.decay = {name: (not no_decay(name)) for name in params}
         self.flat = _flat_pair(params, grads)
-        if self.flat:  # moments in the same layout as the parameters: the update runs over equal buffers
+        if shard is not None and not self.flat:
+            raise ValueError("AdamW: a shard needs params and grads in flat buffers of one layout (minibert/flat.py)")
+        if shard is not None:  # moments for the shard only: 1-D arrays, entry i is the buffer's entry shard.start + i
+            start, stop, stride = shard.indices(params.buffer.size)
+            if stride != 1 or start > stop:
+                raise ValueError(f"AdamW: a shard must be a contiguous range of the buffer, got {shard}")
+            shard = slice(start, stop)
+            self.m, self.v = (np.zeros(stop - start, dtype=params.buffer.dtype) for _ in range(2))
+        elif self.flat:  # moments in the same layout as the parameters: the update runs over equal buffers
             self.m, self.v = params.zeros_like(), params.zeros_like()
+        if self.flat:
             self._tmp = np.empty(min(BLOCK, params.buffer.size), dtype=params.buffer.dtype)  # scratch, one block
             self._decay_runs = _runs(params.slices[name] for name in params.slices if self.decay[name])
         else:
             self.m = {name: np.zeros_like(p) for name, p in params.items()}
             self.v = {name: np.zeros_like(p) for name, p in params.items()}
             self._tmp = {name: np.empty_like(p) for name, p in params.items()}  # scratch: no fresh allocations
+        self.shard = shard
         self.t = 0  # steps taken
 
     def step(self, lr: float | None = None):
@@ -61,6 +73,8 @@ class AdamW:
         if self.flat and self.params.intact() and self.grads.intact():
             self._flat_step(shrink, coefs)
             return
+        if self.shard is not None:
+            raise RuntimeError("AdamW: a sharded optimizer's parameters were replaced (no longer views of one buffer)")
         for name, p in self.params.items():
             if self.decay[name] and self.weight_decay:
                 p *= shrink
@@ -70,25 +84,32 @@ class AdamW:
     def _flat_step(self, shrink, coefs):
         """The update over the whole flat buffers, one cache-sized block at a time: the ~13 operations of a
         block then reuse data in cache instead of each streaming all the buffers through memory."""
-        p, g, m, v = self.params.buffer, self.grads.buffer, self.m.buffer, self.v.buffer
-        for i in range(0, p.size, BLOCK):
-            j = min(i + BLOCK, p.size)
+        p, g = self.params.buffer, self.grads.buffer
+        start, stop, _ = (self.shard if self.shard is not None else slice(None)).indices(p.size)
+        m, v = (self.m, self.v) if self.shard is not None else (self.m.buffer, self.v.buffer)  # entry i: p[start + i]
+        for i in range(start, stop, BLOCK):
+            j = min(i + BLOCK, stop)
             if self.weight_decay:
                 for run in self._decay_runs:  # one run when the no-decay arrays are one segment (a model's)
                     lo, hi = max(i, run.start), min(j, run.stop)
                     if lo < hi:
                         p[lo:hi] *= shrink
-            _adam_update(p[i:j], g[i:j], m[i:j], v[i:j], self._tmp[:j - i], *coefs)
+            _adam_update(p[i:j], g[i:j], m[i - start:j - start], v[i - start:j - start], self._tmp[:j - i], *coefs)
 
     # ---------------------------------------------------------------- saving and resuming
     def state_dict(self) -> dict[str, np.ndarray]:
-        """Flat name -> array dict (safetensors-friendly): 'm.<param>', 'v.<param>' and 'step'."""
+        """Flat name -> array dict (safetensors-friendly): 'm.<param>', 'v.<param>' and 'step'. (A shard holds
+        part of the moments: training/sharded.py gathers them from the ranks.)"""
+        if self.shard is not None:
+            raise RuntimeError("AdamW.state_dict: this optimizer holds one shard of the moments; "
+                               "ShardedAdamW.state_dict gathers the whole state")
         state = {f"m.{k}": a for k, a in self.m.items()}
         state.update({f"v.{k}": a for k, a in self.v.items()})
         state["step"] = np.array([self.t], dtype=np.int64)
         return state
 
     def load_state_dict(self, state: dict[str, np.ndarray]):
+        """Moments and step count from `state_dict()`'s arrays (whole ones; a shard takes its part of them)."""
         for name in self.params:
             for key, store in ((f"m.{name}", self.m), (f"v.{name}", self.v)):
                 if key not in state:
@@ -96,7 +117,13 @@ class AdamW:
                 if state[key].shape != self.params[name].shape:
                     raise ValueError(f"optimizer state {key!r} has shape {state[key].shape}, expected "
                                      f"{self.params[name].shape}")
-                store[name][...] = state[key]
+                if self.shard is None:
+                    store[name][...] = state[key]
+                    continue
+                where, start = self.params.slices[name], self.shard.start  # the entry's place in the buffer
+                lo, hi = max(where.start, start), min(where.stop, self.shard.stop)
+                if lo < hi:
+                    store[lo - start:hi - start] = np.asarray(state[key]).reshape(-1)[lo - where.start:hi - where.start]
         self.t = int(np.asarray(state["step"]).reshape(-1)[0])
 
 
@@ -154,18 +181,33 @@ def clip_grad_norm(grads: dict, max_norm: float) -> float:
     can notice and stop.
     """
     if isinstance(grads, FlatArrays) and grads.intact():
-        # Blocks of the flat buffer, each a float32 dot product summed in float64: one float32 dot over
-        # millions of entries would lose precision.
-        buf = grads.buffer
-        total = math.sqrt(sum(float(np.vdot(buf[i:i + NORM_BLOCK], buf[i:i + NORM_BLOCK]))
-                              for i in range(0, buf.size, NORM_BLOCK)))
-        arrays = [buf]
+        total = math.sqrt(sum(block_squares(grads.buffer)))
+        arrays = [grads.buffer]
     else:
         total = math.sqrt(sum(float(np.vdot(g, g)) for g in grads.values()))
         arrays = list(grads.values())
+    coef = clip_coefficient(total, max_norm)
+    if coef is not None:
+        for g in arrays:
+            g *= coef
+    return total
+
+
+def block_squares(buf: np.ndarray, start: int = 0, stop: int | None = None) -> list[float]:
+    """Squared L2 norm of each NORM_BLOCK block of a flat buffer, in float64 (one float32 dot product over
+    millions of entries would lose precision); blocks outside [start, stop) count 0.0. The global norm is the
+    square root of their sum in block order: ranks that each fill in their own blocks (start, stop multiples of
+    NORM_BLOCK) and add the lists get exactly the norm of the whole buffer."""
+    stop = buf.size if stop is None else stop
+    return [float(np.vdot(buf[i:i + NORM_BLOCK], buf[i:i + NORM_BLOCK])) if start <= i < stop else 0.0
+            for i in range(0, buf.size, NORM_BLOCK)]
+
+
+def clip_coefficient(total: float, max_norm: float) -> float | None:
+    """What to multiply the gradients by so their norm `total` is at most max_norm; None: leave them (no clipping
+    asked, already small enough, or a non-finite norm that the caller reports)."""
     if max_norm and math.isfinite(total):
         coef = max_norm / (total + 1e-6)
         if coef < 1.0:
-            for g in arrays:
-                g *= coef
-    return total
+            return coef
+    return None

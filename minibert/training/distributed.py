@@ -76,6 +76,15 @@ class LocalCommunicator:
     def allreduce_sum_(self, buffer: np.ndarray) -> np.ndarray:
         return buffer
 
+    def reduce_scatter_sum_(self, buffer: np.ndarray, bounds: list[int]) -> np.ndarray:
+        return buffer
+
+    def allgather_(self, buffer: np.ndarray, bounds: list[int]) -> np.ndarray:
+        return buffer
+
+    def gather_to_root(self, part: np.ndarray, bounds: list[int], row: int = 0) -> np.ndarray | None:
+        return part
+
     def broadcast(self, value, root: int = 0):
         return value
 
@@ -115,6 +124,33 @@ class MPICommunicator:
         self.allreduce_seconds += time.perf_counter() - t
         self.allreduce_calls += 1
         return buffer
+
+    def reduce_scatter_sum_(self, buffer: np.ndarray, bounds: list[int]) -> np.ndarray:
+        """Sum `buffer` (1-D) over all ranks, but only this rank's columns bounds[rank]:bounds[rank + 1] (the
+        rest of `buffer` is left as it was)."""
+        t = time.perf_counter()
+        lo, hi = bounds[self.rank], bounds[self.rank + 1]
+        mine = np.empty(hi - lo, dtype=buffer.dtype)
+        self.comm.Reduce_scatter(buffer, mine, recvcounts=np.diff(bounds).tolist(), op=self.MPI.SUM)
+        buffer[lo:hi] = mine
+        self.allreduce_seconds += time.perf_counter() - t
+        self.allreduce_calls += 1
+        return buffer
+
+    def allgather_(self, buffer: np.ndarray, bounds: list[int]) -> np.ndarray:
+        """Every rank's columns bounds[r]:bounds[r + 1] of `buffer` (1-D), as rank r has them, on every rank."""
+        t = time.perf_counter()
+        self.comm.Allgatherv(self.MPI.IN_PLACE, [buffer, (np.diff(bounds).tolist(), bounds[:-1])])
+        self.allreduce_seconds += time.perf_counter() - t
+        return buffer
+
+    def gather_to_root(self, part: np.ndarray, bounds: list[int], row: int = 0) -> np.ndarray | None:
+        """Rank 0: the whole array whose columns bounds[r]:bounds[r + 1] rank r holds as `part`; others: None.
+        (`row` matters to ProcsCommunicator only.)"""
+        whole = np.empty(bounds[-1], dtype=part.dtype) if self.is_root else None
+        self.comm.Gatherv(np.ascontiguousarray(part), [whole, (np.diff(bounds).tolist(), bounds[:-1])]
+                          if self.is_root else None, root=0)
+        return whole
 
     def broadcast(self, value, root: int = 0):
         """`value` as rank `root` has it (JSON-serialisable), on every rank."""

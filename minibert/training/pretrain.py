@@ -49,6 +49,7 @@ from minibert.training.metrics import MetricsLog, Window
 from minibert.training.objectives import brings_own_model, build_model, output_bias_name, rtd_counts
 from minibert.training.run_dir import create_run_dir, default_run_name, latest_checkpoint
 from minibert.training.settings import PretrainSettings
+from minibert.training.sharded import GatheredState, ShardedAdamW
 
 EVAL_MASK_PROB = 0.15  # held-out masks: BERT's rate, whatever --mask-prob trains with
 MASKING_STREAM = 2  # random streams of one seed: 1 = examples, 2 = masking (the model's dropout has its own)
@@ -205,8 +206,14 @@ def pretrain(settings: PretrainSettings, resume_checkpoint: Path | None = None, 
                          f"type_vocab_size {config.type_vocab_size} (RoBERTa's one token type); use --objective mlm")
     model.train()
     model.set_recompute(settings.recompute)
-    optimizer = AdamW(model.params, model.grads, lr=settings.lr, betas=settings.betas, eps=settings.eps,
-                      weight_decay=settings.weight_decay)
+    adamw_options = dict(lr=settings.lr, betas=settings.betas, eps=settings.eps, weight_decay=settings.weight_decay)
+    if comm.size > 1:  # each rank updates 1/N of the weights and keeps 1/N of the moments (training/sharded.py)
+        if not (model.params.intact() and model.grads.intact()):
+            raise RuntimeError("data-parallel training needs the model's weights and gradients in flat buffers "
+                               "(minibert/flat.py): an entry was replaced")
+        optimizer = ShardedAdamW(model.params, model.grads, comm, **adamw_options)
+    else:
+        optimizer = AdamW(model.params, model.grads, **adamw_options)
     masker, eval_batches, top_token, baseline_acc = recipe_parts(settings, model, data, seq_len,
                                                                  fresh=not resume_checkpoint)
     stream = training_stream(settings, data, seq_len)
@@ -272,9 +279,6 @@ def pretrain(settings: PretrainSettings, resume_checkpoint: Path | None = None, 
         return round(elapsed_before + time.perf_counter() - t_loop, 3)
 
     grad_norm = 0.0
-    if comm.size > 1 and not (model.params.intact() and model.grads.intact()):
-        raise RuntimeError("data-parallel training needs the model's weights and gradients in flat buffers "
-                           "(minibert/flat.py): an entry was replaced")
     try:
         step = start_step
         while step < plan.total_steps:
@@ -308,10 +312,11 @@ def pretrain(settings: PretrainSettings, resume_checkpoint: Path | None = None, 
                         window.parts[name] = window.parts.get(name, 0.0) + value / settings.grad_accum
                 sums[STEP_SUMS.index("over_budget")] = comm.is_root and (time.perf_counter() - t_loop
                                                                           > budget_seconds * BUDGET_OVERRUN)
-                comm.allreduce_sum_(model.grads.buffer)  # the gradient of the global batch, on every rank
-                comm.allreduce_sum_(sums)
+                if comm.size > 1:  # the gradient of the global batch, each rank summing and clipping its shard
+                    grad_norm, sums = optimizer.reduce_and_clip(sums, settings.clip)
+                else:
+                    grad_norm = clip_grad_norm(model.grads, settings.clip)
                 step_loss = _add_to_window(window, sums)
-                grad_norm = clip_grad_norm(model.grads, settings.clip)
                 if not (math.isfinite(step_loss) and math.isfinite(grad_norm)):
                     raise TrainingStopped(_nan_message(run_dir, step + 1, f"the loss ({step_loss}) or gradient "
                                                        f"norm ({grad_norm}) is not a finite number", settings.lr))
@@ -363,8 +368,10 @@ def pretrain(settings: PretrainSettings, resume_checkpoint: Path | None = None, 
                          "dropout_rng": model.rng.bit_generator.state, "window": window.state_dict(),
                          "train_seconds": train_seconds, "tokens_seen": tokens_seen, "elapsed": elapsed(),
                          "corpus": corpus_fingerprint, "settings": settings.to_dict(), "ranks": comm.size}
+                # Several ranks: every rank sends its shard of the moments to rank 0, which writes them.
+                saved = optimizer if comm.size == 1 else GatheredState(optimizer.state_dict())
                 if comm.is_root:
-                    save_checkpoint(run_dir, done, model, tok, optimizer, state, settings.keep_checkpoints)
+                    save_checkpoint(run_dir, done, model, tok, saved, state, settings.keep_checkpoints)
             if over_budget:
                 stopped_early = (f"stopped at step {done:,} of {plan.total_steps:,}: training took longer than "
                                  f"planned (the machine got slower?); resume with --resume {run_dir}")

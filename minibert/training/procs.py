@@ -14,9 +14,11 @@ of MPI ranks (training/distributed.py: same global batch, each rank its rows, on
 through `ProcsCommunicator`:
 - Rank 0 holds a Unix socket pair with every other rank. A barrier is one message from each rank to rank 0 and
   one back; broadcasts and the weight checks ride on the same messages.
-- A sum over ranks (the gradients, 12 MB for mini) goes through a shared-memory file, one row per rank: each
-  rank writes its row, then adds up its 1/N of the columns over all rows (in rank order, so every rank gets the
-  same bits) and writes the sums into every row, then copies its row back.
+- A sum over ranks goes through a shared-memory file, one row per rank: each rank writes its row, then adds up
+  its 1/N of the columns over all rows (in rank order, so every rank gets the same bits) and writes the sums
+  into every row, then copies its row back. The gradients (12 MB for mini) take half of that: each rank keeps
+  the sums of its own columns (`reduce_scatter_sum_`), updates its part of the weights with them
+  (training/sharded.py) and writes that part into the other ranks' rows, whence they copy it (`allgather_`).
 - A rank that dies closes its sockets: the others notice at the next message and stop with one line, and the
   launcher ends what is left. Nothing waits forever for a dead rank (a rank that hangs alive is not detected).
 """
@@ -163,6 +165,7 @@ class ProcsCommunicator:
         self.sockets = sockets  # rank 0: one per other rank (rank r at index r - 1); others: one, to rank 0
         self.workdir = workdir
         self.areas = {}  # (dtype, n) -> (size, n) shared array: a row per rank (each ends holding the sum)
+        self.last_use = {}  # (dtype, n) -> the operation that last used that area (see _enter)
         self.allreduce_seconds = 0.0
         self.allreduce_calls = 0
 
@@ -222,7 +225,7 @@ class ProcsCommunicator:
         """Sum `buffer` (contiguous) over all ranks, in place; every rank gets the same bits."""
         t = time.perf_counter()
         flat = buffer.reshape(-1)  # a view: the buffer is contiguous
-        area = self._area(flat.dtype, flat.size)  # (size, n): one row per rank
+        area = self._enter(flat.dtype, flat.size, "allreduce")  # (size, n): one row per rank
         area[self.rank] = flat
         self.barrier()  # every row written
         lo, hi = self.rank * flat.size // self.size, (self.rank + 1) * flat.size // self.size
@@ -236,6 +239,71 @@ class ProcsCommunicator:
         self.allreduce_seconds += time.perf_counter() - t
         self.allreduce_calls += 1
         return buffer
+
+    def reduce_scatter_sum_(self, buffer: np.ndarray, bounds: list[int]) -> np.ndarray:
+        """Sum `buffer` (1-D) over all ranks, but only this rank's columns bounds[rank]:bounds[rank + 1], which
+        end up in `buffer` holding the same bits as `allreduce_sum_` gives there; the rest of `buffer` is left."""
+        if self.size == 1:
+            return buffer
+        t = time.perf_counter()
+        area = self._enter(buffer.dtype, buffer.size, "scatter")
+        area[self.rank] = buffer
+        self.barrier()  # every row written
+        lo, hi = bounds[self.rank], bounds[self.rank + 1]
+        mine = buffer[lo:hi]
+        np.add(area[0, lo:hi], area[1, lo:hi], out=mine)  # in rank order, as allreduce_sum_ adds
+        for r in range(2, self.size):
+            mine += area[r, lo:hi]
+        self.allreduce_seconds += time.perf_counter() - t
+        self.allreduce_calls += 1
+        return buffer
+
+    def allgather_(self, buffer: np.ndarray, bounds: list[int]) -> np.ndarray:
+        """Every rank's columns bounds[r]:bounds[r + 1] of `buffer` (1-D), as rank r has them, into every rank's
+        `buffer`. Each rank writes its columns into the other ranks' rows and copies the others' from its own
+        row, so it reads nothing another rank may be writing."""
+        if self.size == 1:
+            return buffer
+        t = time.perf_counter()
+        area = self._enter(buffer.dtype, buffer.size, "gather")
+        lo, hi = bounds[self.rank], bounds[self.rank + 1]
+        for r in range(self.size):
+            if r != self.rank:
+                area[r, lo:hi] = buffer[lo:hi]
+        self.barrier()  # every rank's columns written
+        for r in range(self.size):
+            if r != self.rank:
+                buffer[bounds[r]:bounds[r + 1]] = area[self.rank, bounds[r]:bounds[r + 1]]
+        self.allreduce_seconds += time.perf_counter() - t
+        return buffer
+
+    def gather_to_root(self, part: np.ndarray, bounds: list[int], row: int = 0) -> np.ndarray | None:
+        """Rank 0: the whole array whose columns bounds[r]:bounds[r + 1] rank r holds as `part`; others: None.
+        For checkpoints, which only rank 0 writes. The whole array is row `row` of the shared area itself, not
+        a copy: it stays valid until rank 0's next collective on that area, which waits for every rank first."""
+        if self.size == 1:
+            return part
+        area = self._enter(part.dtype, bounds[-1], "root")
+        area[row, bounds[self.rank]:bounds[self.rank + 1]] = part
+        self.barrier()  # every part written
+        return area[row] if self.is_root else None
+
+    def _enter(self, dtype: np.dtype, n: int, operation: str) -> np.ndarray:
+        """The shared area for `n` entries of `dtype`, once it is safe for `operation` to write into it. A rank may leave an
+        operation while another still reads what it needs of the area; the next operation on it then waits for
+        every rank first (a barrier), except in the two orders the training step uses, which write only where
+        the previous operation has finished reading: the sum of the columns, then the update's exchange
+        (`reduce_scatter_sum_` writes a rank's own row, read by others only at their columns, which the exchange
+        does not write), and the exchange, then the next sum (the exchange reads a rank's own row, which only
+        that rank writes next). Each allreduce_sum_ ends reading only a rank's own row, so it may follow itself."""
+        key = (np.dtype(dtype).str, n)
+        area = self._area(np.dtype(dtype), n)
+        if (self.last_use.get(key), operation) not in {(None, "allreduce"), (None, "scatter"), (None, "gather"),
+                                                       ("allreduce", "allreduce"), ("scatter", "gather"),
+                                                       ("gather", "scatter")}:
+            self.barrier()
+        self.last_use[key] = operation
+        return area
 
     def _area(self, dtype: np.dtype, n: int) -> np.ndarray:
         key = (dtype.str, n)

@@ -4,7 +4,7 @@
 
 --dump DIR   each rank writes its final weights to DIR/rank<r>.safetensors (to compare the ranks' copies)
 --fail       rank RANK raises an exception (or kills itself with SIGKILL) during optimizer step STEP (1-based),
-             after that step's Allreduce, as a crash or a lost machine would
+             after that step's backward, as a crash or a lost machine would
 """
 
 from __future__ import annotations
@@ -32,26 +32,27 @@ def main() -> int:
     settings = PretrainSettings.from_dict(json.loads(Path(args.settings).read_text()))
 
     optimizers = []
+    sharded = pretrain_module.ShardedAdamW  # the optimizer of a run on several ranks (training/sharded.py)
 
-    class RecordingAdamW(pretrain_module.AdamW):  # keeps a handle on the model's weights for --dump
+    class RecordingAdamW(sharded):  # keeps a handle on the model's weights for --dump
         def __init__(self, params, *a, **k):
             super().__init__(params, *a, **k)
             optimizers.append(self)
 
-    pretrain_module.AdamW = RecordingAdamW
+    pretrain_module.ShardedAdamW = RecordingAdamW
     if args.fail:
         step, rank, kind = args.fail.split(":")
-        real_clip, calls = pretrain_module.clip_grad_norm, {"n": 0}
+        calls = {"n": 0}
 
-        def failing_clip(grads, max_norm):
+        def failing_reduce_and_clip(self, sums, max_norm):  # the summing and clipping of a step's gradient
             calls["n"] += 1
             if calls["n"] == int(step) and comm.rank == int(rank):
                 if kind == "kill":
                     os.kill(os.getpid(), signal.SIGKILL)
                 raise RuntimeError(f"injected failure in step {step}")
-            return real_clip(grads, max_norm)
+            return sharded.reduce_and_clip(self, sums, max_norm)
 
-        pretrain_module.clip_grad_norm = failing_clip
+        RecordingAdamW.reduce_and_clip = failing_reduce_and_clip
 
     with comm.abort_on_error("driver"):
         pretrain_module.pretrain(settings, log=lambda *a: None, comm=comm)

@@ -5,14 +5,9 @@ The runs that need MPI are skipped, with the install hint, where mpi4py or its m
 what happens without MPI always run.
 """
 
-import importlib.util
 import json
 import os
-import shutil
-import signal
-import subprocess
 import sys
-import sysconfig
 from pathlib import Path
 
 import numpy as np
@@ -20,58 +15,16 @@ import pytest
 
 from minibert.cli import main
 from minibert.io.safetensors_io import load_safetensors
-from minibert.training.distributed import INSTALL_HINT, LocalCommunicator, communicator, rank_share
+from minibert.training.distributed import LocalCommunicator, communicator, rank_share
 from minibert.training.metrics import read_metrics
 from minibert.training.pretrain import pretrain
 from minibert.training.run_dir import latest_checkpoint
 from minibert.training.settings import PretrainSettings
+from mpi_helpers import MPIEXEC, TIMEOUT, requires_mpi, run_job
 from pretrain_helpers import synthetic_documents, tiny_settings, write_corpus
 
 ROOT = Path(__file__).resolve().parents[2]
 DRIVER = ROOT / "tests" / "helpers" / "mpi_pretrain_driver.py"
-# Seconds for one mpiexec job. A job takes 1-5 s, but niced on a 2-core machine under load 15 it got ~5% of a
-# core and took 30 s: the limits only have to catch a hang (a job that would never end).
-TIMEOUT = 300
-PROBE_TIMEOUT = 120
-
-
-def find_mpiexec():
-    """The mpiexec installed with the mpich wheel next to this Python (it matches mpi4py), else one on PATH."""
-    beside = Path(sysconfig.get_path("scripts")) / "mpiexec"
-    return str(beside) if beside.exists() else shutil.which("mpiexec")
-
-
-def run_job(command, timeout=TIMEOUT, env=None):
-    """Run an mpiexec job in its own process group; past `timeout` the whole group (mpiexec, its proxies and
-    every rank) is killed and the test fails: a hang must not outlive the test."""
-    job = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                           start_new_session=True)
-    try:
-        stdout, stderr = job.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(job.pid, signal.SIGKILL)
-        job.communicate()
-        raise
-    return subprocess.CompletedProcess(command, job.returncode, stdout, stderr)
-
-
-def why_no_mpi():
-    """None when mpiexec starts 2 ranks that mpi4py sees as one job; else why not (the reason to skip)."""
-    if MPIEXEC is None or importlib.util.find_spec("mpi4py") is None:
-        return f"MPI is not installed: {INSTALL_HINT}"
-    try:
-        probe = run_job([MPIEXEC, "-n", "2", sys.executable, "-c", "from mpi4py import MPI; c = MPI.COMM_WORLD; "
-                         "n = c.allreduce(1); print(n) if c.rank == 0 else None"], timeout=PROBE_TIMEOUT)
-    except subprocess.TimeoutExpired:
-        return f"{MPIEXEC} -n 2 did not start 2 ranks in {PROBE_TIMEOUT} s; {INSTALL_HINT}"
-    if probe.stdout.split() != ["2"]:  # e.g. an mpiexec of another MPI than mpi4py's: 2 jobs of 1 rank
-        return f"{MPIEXEC} does not start 2 mpi4py ranks ({probe.stderr.strip()[-200:]!r}); {INSTALL_HINT}"
-    return None
-
-
-MPIEXEC = find_mpiexec()
-NO_MPI = why_no_mpi()
-requires_mpi = pytest.mark.skipif(NO_MPI is not None, reason=str(NO_MPI))
 # The two ways to start ranks: minibert's launcher (no MPI needed) and mpiexec.
 LAUNCHERS = ["procs", pytest.param("mpiexec", marks=requires_mpi)]
 
