@@ -141,28 +141,32 @@ def start_or_resume(args, given: dict, settings_class, train, report) -> int:
     """New settings from the options `given`, or a run's saved ones with --resume; then `train(settings,
     resume_checkpoint=, run_dir=, comm=)` (on every rank under mpiexec/srun, docs/scaling.md) and, on rank 0,
     `report(summary, settings)`. Returns the exit code: 1 when training stopped (said on stderr)."""
+    from minibert.training import procs
     from minibert.training.distributed import communicator, launcher_size
-    from minibert.training.procs import in_rank, launch, resolve_procs
     from minibert.training.pretrain import TrainingStopped
     command = f"minibert {getattr(settings_class, 'COMMAND', 'pretrain')}"
     resolved = None
-    if not in_rank() and launcher_size()[0] == 1:  # not yet a rank: maybe become the launcher of --procs N
+    if not procs.in_rank() and launcher_size()[0] == 1:  # not yet a rank: maybe start the ranks of --procs N
         resolved = _settings(args, given, settings_class)
-        procs = resolve_procs(getattr(args, "procs", None), resolved[0].batch_size, single_process_reason(resolved[0]))
-        if procs > 1:  # this process only waits; the ranks run this same command (training/procs.py)
-            return launch([sys.executable, "-m", "minibert", *args.argv], procs)
+        n = procs.resolve_procs(getattr(args, "procs", None), resolved[0].batch_size,
+                                single_process_reason(resolved[0]))
+        if n > 1:  # start ranks 1..n-1 of this same command, then become rank 0 (does not return)
+            procs.become_rank0([sys.executable, "-m", "minibert", *args.argv], n)
     comm = communicator()  # several processes under --procs N, mpiexec or srun
-    with comm.abort_on_error(command):  # one rank failing ends them all: none waits forever
-        settings, checkpoint, run_dir = resolved or _settings(args, given, settings_class)
-        try:
-            summary = train(settings, resume_checkpoint=checkpoint, run_dir=run_dir, comm=comm)
-        except TrainingStopped as e:  # raised by every rank at the same step (it is decided on summed numbers)
+    try:
+        with comm.abort_on_error(command):  # one rank failing ends them all: none waits forever
+            settings, checkpoint, run_dir = resolved or _settings(args, given, settings_class)
+            try:
+                summary = train(settings, resume_checkpoint=checkpoint, run_dir=run_dir, comm=comm)
+            except TrainingStopped as e:  # raised by every rank at the same step (decided on summed numbers)
+                if comm.is_root:
+                    print(f"{command}: {e}", file=sys.stderr)
+                return comm.finish(1)
             if comm.is_root:
-                print(f"{command}: {e}", file=sys.stderr)
-            return 1
-        if comm.is_root:
-            report(summary, settings)
-    return 0
+                report(summary, settings)
+    except SystemExit as e:  # a rank stopped (abort_on_error said why)
+        return comm.finish(e.code if isinstance(e.code, int) else 1)
+    return comm.finish(0)  # --procs: rank 0 waits for the other ranks
 
 
 def _settings(args, given: dict, settings_class):

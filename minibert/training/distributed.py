@@ -94,6 +94,9 @@ class LocalCommunicator:
     def check_identical(self, array: np.ndarray, what: str) -> None:
         pass
 
+    def finish(self, code: int) -> int:
+        return code
+
     def abort(self, code: int = 1) -> None:
         raise SystemExit(code)
 
@@ -171,6 +174,10 @@ class MPICommunicator:
         self.comm.Allreduce(self.MPI.IN_PLACE, extremes, op=self.MPI.MAX)
         if extremes[0] != -extremes[1]:
             raise ranks_differ(what, self.size, -int(extremes[1]), int(extremes[0]))
+
+    def finish(self, code: int) -> int:
+        """This rank's exit status (mpiexec gathers the job's)."""
+        return code
 
     def abort(self, code: int = 1) -> None:
         """End every rank of the job now (MPI_Abort): the others may be waiting in a collective."""

@@ -8,10 +8,13 @@ between calls, so a second BLAS thread speeds up only the matmuls, about half of
 one BLAS thread each run everything in parallel. Measured on the 2-core machine (benchmarks/mpi_throughput.py,
 docs/scaling.md): 1.19x the tokens/s of one process with two threads.
 
-How: the command's own process becomes a launcher. It starts N copies of the same command (ranks 0..N-1), each
-with cores / N BLAS threads, waits for them and returns rank 0's exit status. The ranks then run the code path
-of MPI ranks (training/distributed.py: same global batch, each rank its rows, one gradient sum per step)
-through `ProcsCommunicator`:
+How: the command's own process starts N - 1 copies of the same command (ranks 1..N-1), then becomes rank 0
+itself: it replaces its program by a fresh run of the command (exec), with cores / N BLAS threads like the
+others (`become_rank0`). No process is left only waiting (a Python process with NumPy loaded is ~40 MB). At
+the end rank 0 waits for the other ranks and returns its exit status, or the first failing rank's
+(`ProcsCommunicator.finish`). (`python -m minibert.training.procs -n N CMD` instead stays a separate launcher
+and runs N copies of CMD.) The ranks run the code path of MPI ranks (training/distributed.py: same global
+batch, each rank its rows, one gradient sum per step) through `ProcsCommunicator`:
 - Rank 0 holds a Unix socket pair with every other rank. A barrier is one message from each rank to rank 0 and
   one back; broadcasts and the weight checks ride on the same messages.
 - A sum over ranks goes through a shared-memory file, one row per rank: each rank writes its row, then adds up
@@ -29,6 +32,7 @@ import argparse
 import contextlib
 import os
 import shutil
+import signal
 import socket
 import struct
 import subprocess
@@ -40,6 +44,7 @@ import numpy as np
 
 ENV_RANK, ENV_SIZE, ENV_FDS, ENV_DIR = "MINIBERT_PROCS_RANK", "MINIBERT_PROCS_SIZE", "MINIBERT_PROCS_FDS", \
     "MINIBERT_PROCS_DIR"
+ENV_CHILDREN = "MINIBERT_PROCS_CHILDREN"  # rank 0 made by become_rank0: the process ids of the other ranks
 THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 AUTO_PROCS = 2  # measured to win on 2 cores; more processes mean smaller matmuls per process (not measured)
 GRACE_SECONDS = 5.0  # after one rank fails, how long the others get to notice and stop by themselves
@@ -104,11 +109,8 @@ def launch(command: list[str], size: int, threads: int | None = None) -> int:
         for rank in range(size):
             ends = [a for a, _ in pairs] if rank == 0 else [pairs[rank - 1][1]]
             fds = [s.fileno() for s in ends]
-            env = {**os.environ, ENV_RANK: str(rank), ENV_SIZE: str(size), ENV_DIR: workdir,
-                   ENV_FDS: ",".join(map(str, fds))}
-            if threads is not None:
-                env.update({v: str(threads) for v in THREAD_VARIABLES})
-            procs.append(subprocess.Popen(command, env=env, pass_fds=fds))
+            procs.append(subprocess.Popen(command, env=_rank_environment(rank, size, workdir, fds, threads),
+                                          pass_fds=fds))
         for a, b in pairs:  # only the ranks hold the ends now: a rank's exit is then seen as end-of-file
             a.close()
             b.close()
@@ -122,6 +124,43 @@ def launch(command: list[str], size: int, threads: int | None = None) -> int:
             a.close()
             b.close()
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+def become_rank0(command: list[str], size: int, threads: int | None = None):
+    """Start ranks 1..size-1 of `command` (command[0] is the Python executable), then replace this process by
+    rank 0 of it (os.execve, so this does not return): the same process id, a fresh interpreter whose BLAS starts
+    with its share of the threads. Rank 0 waits for the others at its end (`ProcsCommunicator.finish`)."""
+    if threads is None and not threads_pinned():
+        threads = max(1, usable_cores() // size)
+    workdir = tempfile.mkdtemp(prefix="minibert-procs-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
+    pairs = [socket.socketpair() for _ in range(size - 1)]  # rank 0 <-> rank r
+    children = []
+    try:
+        for rank in range(1, size):
+            fd = pairs[rank - 1][1].fileno()
+            children.append(subprocess.Popen(command, env=_rank_environment(rank, size, workdir, [fd], threads),
+                                             pass_fds=[fd]))
+        for a, b in pairs:
+            b.close()  # only rank r holds its end now: rank r's exit is seen as end-of-file
+            os.set_inheritable(a.fileno(), True)
+        env = _rank_environment(0, size, workdir, [a.fileno() for a, _ in pairs], threads)
+        env[ENV_CHILDREN] = ",".join(str(p.pid) for p in children)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.execve(command[0], command, env)
+    except BaseException:
+        for p in children:
+            p.kill()
+            p.wait()
+        shutil.rmtree(workdir, ignore_errors=True)
+        raise
+
+
+def _rank_environment(rank: int, size: int, workdir: str, fds: list[int], threads: int | None) -> dict:
+    env = {**os.environ, ENV_RANK: str(rank), ENV_SIZE: str(size), ENV_DIR: workdir, ENV_FDS: ",".join(map(str, fds))}
+    if threads is not None:
+        env.update({v: str(threads) for v in THREAD_VARIABLES})
+    return env
 
 
 def _wait(procs: list[subprocess.Popen]) -> int:
@@ -160,8 +199,10 @@ class ProcsCommunicator:
     launch_hint = ""  # how to start the same job again: `minibert pretrain --resume ...` re-launches by itself
     ranks_are = "processes"  # what the log calls them: the user started one command, not N ranks
 
-    def __init__(self, rank: int, size: int, sockets: list[socket.socket], workdir: str):
+    def __init__(self, rank: int, size: int, sockets: list[socket.socket], workdir: str,
+                 children: list[int] | None = None):
         self.rank, self.size, self.is_root = rank, size, rank == 0
+        self.children = children or []  # rank 0 made by become_rank0: the other ranks' process ids (to wait for)
         self.sockets = sockets  # rank 0: one per other rank (rank r at index r - 1); others: one, to rank 0
         self.workdir = workdir
         self.areas = {}  # (dtype, n) -> (size, n) shared array: a row per rank (each ends holding the sum)
@@ -176,7 +217,8 @@ class ProcsCommunicator:
         env = os.environ
         rank, size, workdir = int(env.pop(ENV_RANK)), int(env.pop(ENV_SIZE)), env.pop(ENV_DIR)
         fds = [int(f) for f in env.pop(ENV_FDS).split(",") if f]
-        return cls(rank, size, [socket.socket(fileno=fd) for fd in fds], workdir)
+        children = [int(p) for p in env.pop(ENV_CHILDREN, "").split(",") if p]
+        return cls(rank, size, [socket.socket(fileno=fd) for fd in fds], workdir, children)
 
     # ---- messages: 8-byte length, then the bytes
     def _send(self, sock: socket.socket, data: bytes, peer: int) -> None:
@@ -329,6 +371,33 @@ class ProcsCommunicator:
         result = self._exchange(struct.pack("<Q", checksum(array)), verdict)
         if result:
             raise ranks_differ(what, self.size, *struct.unpack("<QQ", result))
+
+    def finish(self, code: int) -> int:
+        """The job's exit status, given this rank's `code`. Rank 0 made by become_rank0 waits for the other ranks
+        first (those still running after it failed get GRACE_SECONDS to notice and stop, then are terminated),
+        removes the shared folder, and returns its own status if not 0, else the first failing rank's."""
+        if not self.children:
+            return code
+        for s in self.sockets:
+            s.close()  # a rank still waiting for rank 0 sees it gone and stops
+        codes, deadline, terminated = {}, time.monotonic() + GRACE_SECONDS, False
+        while len(codes) < len(self.children):
+            for pid in self.children:
+                if pid not in codes:
+                    try:
+                        done, status = os.waitpid(pid, os.WNOHANG)
+                    except ChildProcessError:  # already reaped
+                        done, status = pid, 0
+                    if done:
+                        codes[pid] = os.waitstatus_to_exitcode(status)
+            if code and not terminated and time.monotonic() > deadline:
+                for pid in set(self.children) - set(codes):
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(pid, signal.SIGTERM)
+                terminated = True
+            time.sleep(0.02)
+        shutil.rmtree(self.workdir, ignore_errors=True)
+        return code or next((codes[p] for p in self.children if codes[p]), 0)  # in rank order
 
     def abort(self, code: int = 1) -> None:
         """Stop this rank now. Its sockets close with it, so every other rank stops at its next message."""

@@ -60,13 +60,47 @@ def test_a_count_that_cannot_work_is_refused_with_the_reason(unpinned):
 
 def test_the_command_becomes_the_launcher_of_its_ranks(unpinned, monkeypatch, tmp_path, capsys):
     calls = []
-    monkeypatch.setattr(procs, "launch", lambda command, n: calls.append((command, n)) or 0)
+    # (the real one replaces the process by rank 0 and never returns)
+    monkeypatch.setattr(procs, "become_rank0", lambda command, n: calls.append((command, n)) or sys.exit(0))
     args = ["pretrain", "--corpus", "ptb", "--runs-dir", str(tmp_path), "--quiet"]
-    assert main(args) == 0
+    with pytest.raises(SystemExit):
+        main(args)
     assert calls == [([sys.executable, "-m", "minibert", *args], 2)]  # the same command, run by each rank
     assert main([*args, "--objective", "electra", "--procs", "2"]) == 2
     assert "--procs 2: --objective electra runs in one process" in capsys.readouterr().err
     assert len(calls) == 1 and not any(tmp_path.iterdir())  # refused before any work
+
+
+RANK0 = """
+import json, os, sys
+from minibert.training.distributed import communicator
+comm = communicator()
+out, code = sys.argv[1], int(sys.argv[2])
+comm.barrier()
+with open(f"{out}/rank{comm.rank}.json", "w") as f:
+    json.dump({"pid": os.getpid(), "parent": os.getppid(), "threads": os.environ["OPENBLAS_NUM_THREADS"],
+               "workdir": comm.workdir}, f)
+comm.barrier()
+sys.exit(comm.finish(code if comm.rank == 1 else 0))
+"""
+
+
+@pytest.mark.parametrize("rank1_exits", [0, 3])
+def test_the_starting_process_becomes_rank_0_and_reports_the_job(tmp_path, rank1_exits):
+    script = tmp_path / "ranks.py"
+    script.write_text(RANK0)
+    start = (f"import sys; from minibert.training.procs import become_rank0; "
+             f"become_rank0([sys.executable, {str(script)!r}, {str(tmp_path)!r}, '{rank1_exits}'], 2, threads=1)")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    job = subprocess.Popen([sys.executable, "-c", start], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True)
+    code, _, err = finish(job)
+    assert code == rank1_exits, err  # rank 0 waited for rank 1 and passed on its failure
+    ranks = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in range(2)]
+    assert ranks[0]["pid"] == job.pid  # no process left only waiting: the starting one is rank 0
+    assert ranks[1]["parent"] == job.pid
+    assert [r["threads"] for r in ranks] == ["1", "1"]  # rank 0 too got its share of the BLAS threads
+    assert not Path(ranks[0]["workdir"]).exists()  # rank 0 removed the shared folder
 
 
 def run_ranks(n, script: Path, *args, new_session=False):
