@@ -165,7 +165,7 @@ def start_or_resume(args, given: dict, settings_class, train, report) -> int:
             if comm.is_root:
                 report(summary, settings)
     except SystemExit as e:  # a rank stopped (abort_on_error said why)
-        return comm.finish(e.code if isinstance(e.code, int) else 1)
+        return comm.finish(e.code if isinstance(e.code, int) else 0 if e.code is None else 1)
     return comm.finish(0)  # --procs: rank 0 waits for the other ranks
 
 

@@ -222,6 +222,7 @@ def pretrain(settings: PretrainSettings, resume_checkpoint: Path | None = None, 
     window = Window()
     if resume_checkpoint:
         optimizer.load_state_dict(optimizer_state)
+        del optimizer_state  # the whole moments: a rank of several keeps only its part
         model.rng.bit_generator.state = state["dropout_rng"]
         stream.load_state_dict(state["data"])
         window.load_state_dict(state["window"])

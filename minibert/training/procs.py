@@ -45,6 +45,7 @@ import numpy as np
 ENV_RANK, ENV_SIZE, ENV_FDS, ENV_DIR = "MINIBERT_PROCS_RANK", "MINIBERT_PROCS_SIZE", "MINIBERT_PROCS_FDS", \
     "MINIBERT_PROCS_DIR"
 ENV_CHILDREN = "MINIBERT_PROCS_CHILDREN"  # rank 0 made by become_rank0: the process ids of the other ranks
+ENV_SIGINT = "MINIBERT_PROCS_SIGINT"  # rank 0 made by become_rank0: "on" when Ctrl-C is to be turned back on
 THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 AUTO_PROCS = 2  # measured to win on 2 cores; more processes mean smaller matmuls per process (not measured)
 GRACE_SECONDS = 5.0  # after one rank fails, how long the others get to notice and stop by themselves
@@ -134,7 +135,7 @@ def become_rank0(command: list[str], size: int, threads: int | None = None):
         threads = max(1, usable_cores() // size)
     workdir = tempfile.mkdtemp(prefix="minibert-procs-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
     pairs = [socket.socketpair() for _ in range(size - 1)]  # rank 0 <-> rank r
-    children = []
+    children, sigint = [], None
     try:
         for rank in range(1, size):
             fd = pairs[rank - 1][1].fileno()
@@ -145,10 +146,19 @@ def become_rank0(command: list[str], size: int, threads: int | None = None):
             os.set_inheritable(a.fileno(), True)
         env = _rank_environment(0, size, workdir, [a.fileno() for a, _ in pairs], threads)
         env[ENV_CHILDREN] = ",".join(str(p.pid) for p in children)
+        # Ctrl-C while the new rank 0 starts up would kill it before it can wait for the others and clean up:
+        # it starts with SIGINT ignored (that survives exec) and turns it back on in from_environment, unless
+        # the command was started with SIGINT ignored already (e.g. in the background).
+        sigint = signal.getsignal(signal.SIGINT)
+        env[ENV_SIGINT] = "ignored" if sigint == signal.SIG_IGN else "on"
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # ranks that end must stay to be waited for (their status)
         sys.stdout.flush()
         sys.stderr.flush()
         os.execve(command[0], command, env)
     except BaseException:
+        if sigint is not None:
+            signal.signal(signal.SIGINT, sigint)
         for p in children:
             p.kill()
             p.wait()
@@ -203,6 +213,7 @@ class ProcsCommunicator:
                  children: list[int] | None = None):
         self.rank, self.size, self.is_root = rank, size, rank == 0
         self.children = children or []  # rank 0 made by become_rank0: the other ranks' process ids (to wait for)
+        self.peer_lost = False  # this rank stopped because another one had
         self.sockets = sockets  # rank 0: one per other rank (rank r at index r - 1); others: one, to rank 0
         self.workdir = workdir
         self.areas = {}  # (dtype, n) -> (size, n) shared array: a row per rank (each ends holding the sum)
@@ -218,6 +229,10 @@ class ProcsCommunicator:
         rank, size, workdir = int(env.pop(ENV_RANK)), int(env.pop(ENV_SIZE)), env.pop(ENV_DIR)
         fds = [int(f) for f in env.pop(ENV_FDS).split(",") if f]
         children = [int(p) for p in env.pop(ENV_CHILDREN, "").split(",") if p]
+        if env.pop(ENV_SIGINT, None) == "on":  # ignored across become_rank0's exec: Ctrl-C works again from here
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+        for fd in fds:
+            os.set_inheritable(fd, False)  # a command this rank starts must not hold its sockets open
         return cls(rank, size, [socket.socket(fileno=fd) for fd in fds], workdir, children)
 
     # ---- messages: 8-byte length, then the bytes
@@ -374,30 +389,36 @@ class ProcsCommunicator:
 
     def finish(self, code: int) -> int:
         """The job's exit status, given this rank's `code`. Rank 0 made by become_rank0 waits for the other ranks
-        first (those still running after it failed get GRACE_SECONDS to notice and stop, then are terminated),
-        removes the shared folder, and returns its own status if not 0, else the first failing rank's."""
+        first (those still running after it failed get GRACE_SECONDS to notice and stop, then are terminated)
+        and removes the shared folder. The status: the first failing rank's (in rank order) when rank 0 stopped
+        because another rank had, else rank 0's own if not 0, else the first failing rank's. A rank ended by a
+        signal counts as 128 + the signal's number, as shells report it."""
         if not self.children:
             return code
         for s in self.sockets:
             s.close()  # a rank still waiting for rank 0 sees it gone and stops
         codes, deadline, terminated = {}, time.monotonic() + GRACE_SECONDS, False
-        while len(codes) < len(self.children):
-            for pid in self.children:
-                if pid not in codes:
-                    try:
-                        done, status = os.waitpid(pid, os.WNOHANG)
-                    except ChildProcessError:  # already reaped
-                        done, status = pid, 0
-                    if done:
-                        codes[pid] = os.waitstatus_to_exitcode(status)
-            if code and not terminated and time.monotonic() > deadline:
-                for pid in set(self.children) - set(codes):
-                    with contextlib.suppress(ProcessLookupError):
-                        os.kill(pid, signal.SIGTERM)
-                terminated = True
-            time.sleep(0.02)
-        shutil.rmtree(self.workdir, ignore_errors=True)
-        return code or next((codes[p] for p in self.children if codes[p]), 0)  # in rank order
+        try:
+            while len(codes) < len(self.children):
+                for pid in self.children:
+                    if pid not in codes:
+                        try:
+                            done, status = os.waitpid(pid, os.WNOHANG)
+                        except ChildProcessError:  # reaped elsewhere: its status is unknown
+                            done, status = pid, 0
+                        if done:
+                            exit_code = os.waitstatus_to_exitcode(status)
+                            codes[pid] = 128 - exit_code if exit_code < 0 else exit_code
+                if code and not terminated and time.monotonic() > deadline:
+                    for pid in set(self.children) - set(codes):
+                        with contextlib.suppress(ProcessLookupError):
+                            os.kill(pid, signal.SIGTERM)
+                    terminated = True
+                time.sleep(0.02)
+        finally:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+        failed = next((codes[p] for p in self.children if codes[p]), 0)  # in rank order
+        return (failed or code) if self.peer_lost else (code or failed)
 
     def abort(self, code: int = 1) -> None:
         """Stop this rank now. Its sockets close with it, so every other rank stops at its next message."""
@@ -415,6 +436,7 @@ class ProcsCommunicator:
         try:
             yield
         except PeerLost:
+            self.peer_lost = True  # finish() then reports the status of the rank that stopped first
             self.abort(1)
         except KeyboardInterrupt:
             if self.is_root:

@@ -12,9 +12,11 @@ Split instead, per step:
       AdamW  rank r updates its columns of the weights, with moments m, v for those columns only
       allgather_            every rank gets every rank's updated columns
 
-Every weight is computed by exactly one rank, from the same summed gradient as before and with the same
-operations, so the weights are bit for bit those of the unsplit step (tests/training/test_sharded.py) and
-identical on all ranks. A rank does 1/N of the clipping and AdamW work and keeps 1/N of the moments
+Every weight is computed by exactly one rank and then copied to the others, so the ranks hold identical
+weights. Under --procs the summed gradient is also the same bits as the whole-buffer allreduce gives (the same
+additions in rank order), so the weights are bit for bit those of the unsplit step (tests/training/test_sharded.py,
+also under mpiexec with 2 ranks); MPI with 3 or more ranks may add the ranks' gradients in another order in
+its reduce-scatter than in its allreduce, so there the two paths agree to float32 rounding. A rank does 1/N of the clipping and AdamW work and keeps 1/N of the moments
 (mini: 12 MB less per rank at N = 2). Checkpoints hold the whole moments, gathered on rank 0, so a run can
 resume on any number of ranks.
 """

@@ -75,27 +75,38 @@ RANK0 = """
 import json, os, sys
 from minibert.training.distributed import communicator
 comm = communicator()
-out, code = sys.argv[1], int(sys.argv[2])
-comm.barrier()
+out, mode = sys.argv[1], sys.argv[2]
 with open(f"{out}/rank{comm.rank}.json", "w") as f:
     json.dump({"pid": os.getpid(), "parent": os.getppid(), "threads": os.environ["OPENBLAS_NUM_THREADS"],
                "workdir": comm.workdir}, f)
-comm.barrier()
-sys.exit(comm.finish(code if comm.rank == 1 else 0))
+code = 0
+try:
+    with comm.abort_on_error("job"):
+        comm.barrier()
+        if mode == "raise" and comm.rank == 1:
+            raise ValueError("rank 1 cannot read its file")
+        comm.barrier()  # rank 0 waits here for a rank that may be gone
+        code = int(mode) if comm.rank == 1 else 0
+except SystemExit as e:
+    code = e.code
+sys.exit(comm.finish(code))
 """
 
 
-@pytest.mark.parametrize("rank1_exits", [0, 3])
-def test_the_starting_process_becomes_rank_0_and_reports_the_job(tmp_path, rank1_exits):
+@pytest.mark.parametrize("rank1, status", [("0", 0), ("3", 3), ("raise", 2)])
+def test_the_starting_process_becomes_rank_0_and_reports_the_job(tmp_path, rank1, status):
     script = tmp_path / "ranks.py"
     script.write_text(RANK0)
     start = (f"import sys; from minibert.training.procs import become_rank0; "
-             f"become_rank0([sys.executable, {str(script)!r}, {str(tmp_path)!r}, '{rank1_exits}'], 2, threads=1)")
+             f"become_rank0([sys.executable, {str(script)!r}, {str(tmp_path)!r}, {rank1!r}], 2, threads=1)")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     job = subprocess.Popen([sys.executable, "-c", start], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                            text=True)
     code, _, err = finish(job)
-    assert code == rank1_exits, err  # rank 0 waited for rank 1 and passed on its failure
+    # Rank 0 waited for rank 1 and passed on its status, also when it stopped because rank 1 had (ValueError: 2).
+    assert code == status, err
+    if rank1 == "raise":  # one line, from the rank that failed
+        assert err.strip().splitlines() == ["job (rank 1 of 2): error: rank 1 cannot read its file; ending all ranks"]
     ranks = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in range(2)]
     assert ranks[0]["pid"] == job.pid  # no process left only waiting: the starting one is rank 0
     assert ranks[1]["parent"] == job.pid
