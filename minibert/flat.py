@@ -71,3 +71,14 @@ class FlatArrays(dict):
         self._attach(np.empty(self.buffer.size, dtype=dtype))
         for name, a in values.items():
             np.copyto(self[name], a, casting="unsafe")
+
+    def move_to(self, buffer: np.ndarray):
+        """Make every entry a view of `buffer` (1-D, this buffer's size and dtype; e.g. shared memory), values
+        copied. Views of the old buffer taken earlier no longer belong to these arrays."""
+        if buffer.shape != self.buffer.shape or buffer.dtype != self.buffer.dtype:
+            raise ValueError(f"FlatArrays.move_to: expected a {self.buffer.dtype} buffer of shape "
+                             f"{self.buffer.shape}, got {buffer.dtype} {buffer.shape}")
+        values = dict(self)
+        self._attach(buffer)
+        for name, a in values.items():
+            self[name][...] = a

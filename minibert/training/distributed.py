@@ -85,6 +85,9 @@ class LocalCommunicator:
     def gather_to_root(self, part: np.ndarray, bounds: list[int], row: int = 0) -> np.ndarray | None:
         return part
 
+    def keep_in_shared_row(self, arrays) -> None:
+        pass
+
     def broadcast(self, value, root: int = 0):
         return value
 
@@ -146,6 +149,9 @@ class MPICommunicator:
         self.comm.Allgatherv(self.MPI.IN_PLACE, [buffer, (np.diff(bounds).tolist(), bounds[:-1])])
         self.allreduce_seconds += time.perf_counter() - t
         return buffer
+
+    def keep_in_shared_row(self, arrays) -> None:
+        """(ProcsCommunicator keeps gradients in shared memory; MPI sums from the rank's own buffer.)"""
 
     def gather_to_root(self, part: np.ndarray, bounds: list[int], row: int = 0) -> np.ndarray | None:
         """Rank 0: the whole array whose columns bounds[r]:bounds[r + 1] rank r holds as `part`; others: None.

@@ -373,6 +373,8 @@ def pretrain(settings: PretrainSettings, resume_checkpoint: Path | None = None, 
                 saved = optimizer if comm.size == 1 else GatheredState(optimizer.state_dict())
                 if comm.is_root:
                     save_checkpoint(run_dir, done, model, tok, saved, state, settings.keep_checkpoints)
+                if comm.size > 1:
+                    comm.barrier()  # rank 0 read the moments from where the other ranks' gradients go next
             if over_budget:
                 stopped_early = (f"stopped at step {done:,} of {plan.total_steps:,}: training took longer than "
                                  f"planned (the machine got slower?); resume with --resume {run_dir}")

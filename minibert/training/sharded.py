@@ -48,6 +48,7 @@ class ShardedAdamW:
         self.bounds = shard_bounds(params.buffer.size, comm.size)
         self.lo, self.hi = self.bounds[comm.rank], self.bounds[comm.rank + 1]
         self.adamw = AdamW(params, grads, shard=slice(self.lo, self.hi), **adamw_options)
+        comm.keep_in_shared_row(grads)  # --procs: the gradients live where the sum reads them (training/procs.py)
 
     @property
     def t(self) -> int:
@@ -75,8 +76,9 @@ class ShardedAdamW:
 
     def state_dict(self) -> dict[str, np.ndarray] | None:
         """The whole optimizer state (as AdamW.state_dict) on rank 0, gathered from the ranks; None on the
-        others. Every rank must call it (a collective). Use it (save it) before the next step: under --procs
-        its arrays are views of shared memory that the next step writes over."""
+        others. Every rank must call it (a collective), and then wait at a barrier (`comm.barrier()`) until rank
+        0 has used the arrays (saved them): under --procs they are views of shared memory, the rows where the
+        other ranks' next backward writes its gradients."""
         # (--procs: into two rows of the shared area of the gradient sum, which rank 0 reads without copying)
         m = self.comm.gather_to_root(self.adamw.m, self.bounds, row=0)
         v = self.comm.gather_to_root(self.adamw.v, self.bounds, row=min(1, self.comm.size - 1))

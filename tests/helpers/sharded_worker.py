@@ -3,8 +3,8 @@
     python -m minibert.training.procs -n 3 python sharded_worker.py OUT_DIR     (or mpiexec -n 2 ...)
 
 Every rank builds the same tiny model twice. Each step, each rank draws its own gradient (seeded by step and
-rank), then one copy takes the whole-buffer step (allreduce_sum_, clip_grad_norm, AdamW over every weight) and the
-other the split one (ShardedAdamW). Steps 2 and 4 have gradients large enough that clipping rescales them.
+rank), then one copy takes the split step (ShardedAdamW) and the other the whole-buffer one (allreduce_sum_,
+clip_grad_norm, AdamW over every weight). Steps 2 and 4 have gradients large enough that clipping rescales them.
 After step 3 the split optimizer's state is gathered and a fresh ShardedAdamW resumes from it. Writes, per
 rank, both copies' weights and norms, and rank 0 both optimizer states, to OUT_DIR (npz, no pickle).
 """
@@ -32,18 +32,21 @@ for step in range(1, 6):
     whole_model.grads.buffer[...] = g
     split_model.grads.buffer[...] = g
     sums = np.array([comm.rank + 1.0, 0.5])
-    comm.allreduce_sum_(whole_model.grads.buffer)
-    norms["norm_whole"].append(clip_grad_norm(whole_model.grads, 1.0))
-    whole.step()
+    # The split step first: under --procs its gradients live in this rank's row of the shared area, which the
+    # whole step's allreduce (a buffer of the same size) then writes over.
     norm, summed = split.reduce_and_clip(sums, 1.0)
     norms["norm_split"].append(norm)
     norms["sums"].append(summed.tolist())
     split.step()
+    comm.allreduce_sum_(whole_model.grads.buffer)
+    norms["norm_whole"].append(clip_grad_norm(whole_model.grads, 1.0))
+    whole.step()
     if step == 3:  # a checkpoint and a resume, as the training loop does them
         state = split.state_dict()
         if comm.is_root:
             np.savez(f"{out}/state.npz", **state)
             np.savez(f"{out}/whole_state.npz", **whole.state_dict())
+        comm.barrier()  # the gathered arrays are shared memory the other ranks write next
         state = comm.broadcast({k: v.tolist() for k, v in state.items()} if comm.is_root else None)
         split = ShardedAdamW(split_model.params, split_model.grads, comm, **options)
         split.load_state_dict({k: np.asarray(v, dtype=np.int64 if k == "step" else np.float32)
