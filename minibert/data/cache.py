@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from tqdm.auto import tqdm
+from minibert._progress import tqdm
 
 FORMAT_VERSION = 1  # bump when the way text becomes ids changes
 # The tokenizer's chunk -> ids cache is emptied every this many documents while a corpus is tokenized. Left to

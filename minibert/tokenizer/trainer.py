@@ -38,7 +38,7 @@ from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
 
-from tqdm.auto import tqdm
+from minibert._progress import tqdm
 
 from minibert.tokenizer.basic import BasicTokenizer
 from minibert.tokenizer.vocab_io import corpus_files, read_chunks

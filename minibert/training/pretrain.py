@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from tqdm.auto import tqdm
+from minibert._progress import tqdm
 
 from minibert.config import BertConfig
 from minibert.data.examples import PAIR_OBJECTIVES, ExampleStream, collate
