@@ -84,12 +84,16 @@ def _intervals(total_steps: int, settings) -> tuple[int, int]:
     return eval_every, save_every
 
 
-def measure_step_seconds(model, batch: dict, use_nsp: bool, repeats: int = 3) -> float:
+def measure_step_seconds(model, batch: dict, use_nsp: bool, repeats: int = 3, ranks: int = 1) -> float:
     """Seconds one optimizer step takes on this machine (forward + backward + clipping + AdamW), measured without
-    changing the run: the dropout generator is restored and AdamW works on copies of the parameters."""
+    changing the run: the dropout generator is restored and AdamW works on copies of the parameters. With
+    `ranks` > 1, AdamW runs on one rank's share of the weights, as training/sharded.py splits it (the sums
+    between the ranks are not in the probe; the re-plan from real step times accounts for them)."""
+    from minibert.training.sharded import shard_bounds
     rng_state = model.rng.bit_generator.state
     nsl = batch["next_sentence_label"] if use_nsp else None
-    probe_optimizer = AdamW(model.params.clone(), model.grads, lr=0.0)  # flat, as the real optimizer
+    shard = slice(0, shard_bounds(model.params.buffer.size, ranks)[1]) if ranks > 1 else None
+    probe_optimizer = AdamW(model.params.clone(), model.grads, lr=0.0, shard=shard)  # flat, as the real optimizer
     times = []
     for _ in range(repeats + 1):  # the first pass pays for first-time allocations: not counted
         t = time.perf_counter()

@@ -248,8 +248,8 @@ def pretrain(settings: PretrainSettings, resume_checkpoint: Path | None = None, 
             else:  # as many steps as fit in --minutes, measured on this machine (a rank's share of a batch)
                 probe = masked_batch(stream.peek(settings.batch_size), masker, tok.pad_token_id,
                                      np.random.default_rng(0))
-                step_seconds = measure_step_seconds(model, rank_share(probe, 0, comm.size),
-                                                    use_nsp) * settings.grad_accum
+                step_seconds = measure_step_seconds(model, rank_share(probe, 0, comm.size), use_nsp,
+                                                    ranks=comm.size) * settings.grad_accum
                 plan = make_plan(steps_that_fit(settings.minutes * 60, step_seconds, eval_seconds), settings,
                                  timed=True)
                 how_long = f" (for now: {step_seconds:.2f} s per step measured, {settings.minutes:g} minutes)"

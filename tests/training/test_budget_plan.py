@@ -3,11 +3,12 @@
 import json
 import re
 
+import numpy as np
 import pytest
 
 import minibert.training.pretrain as pretrain_module
 from minibert.optim import linear_warmup_decay
-from minibert.training.budget import make_plan, replan, steps_that_fit
+from minibert.training.budget import make_plan, measure_step_seconds, replan, steps_that_fit
 from minibert.training.pretrain import pretrain
 from minibert.training.run_dir import latest_checkpoint
 from minibert.training.settings import PretrainSettings
@@ -62,3 +63,27 @@ def test_a_slow_first_measurement_is_corrected_from_the_real_steps(tmp_path, mon
     latest = latest_checkpoint(tmp_path / "runs" / "run")
     state = json.loads((latest / "training_state" / "state.json").read_text())
     assert state["plan"]["total_steps"] == summary["total_steps"] == state["step"]
+
+
+@pytest.mark.parametrize("ranks", [1, 2])
+def test_measuring_a_step_changes_nothing_in_the_run(ranks, monkeypatch):
+    """The probe behind --minutes trains on copies: weights, gradients and the dropout stream are as before. With
+    several ranks its AdamW holds one rank's share of the moments, as the split optimizer does."""
+    from minibert import BertConfig, BertForPreTraining
+    from minibert.training import budget
+    model = BertForPreTraining(BertConfig.preset("tiny", hidden_dropout_prob=0.1), seed=0)
+    rng = np.random.default_rng(0)
+    ids = rng.integers(5, model.config.vocab_size, (2, 16))
+    batch = {"input_ids": ids, "token_type_ids": np.zeros_like(ids), "attention_mask": np.ones_like(ids),
+             "labels": np.where(rng.random(ids.shape) < 0.3, ids, -100), "next_sentence_label": np.zeros(2, int)}
+    weights, stream = model.params.buffer.copy(), model.rng.bit_generator.state
+    sizes = []
+    real_adamw = budget.AdamW
+    monkeypatch.setattr(budget, "AdamW", lambda *a, **k: sizes.append(k.get("shard")) or real_adamw(*a, **k))
+    assert measure_step_seconds(model, batch, use_nsp=False, repeats=1, ranks=ranks) > 0
+    assert np.array_equal(model.params.buffer, weights) and not model.grads.buffer.any()
+    assert model.rng.bit_generator.state == stream
+    if ranks == 1:
+        assert sizes == [None]
+    else:  # one rank's share: the first of shard_bounds' ranges
+        assert 0 < sizes[0].stop - sizes[0].start < model.params.buffer.size
