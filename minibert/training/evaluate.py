@@ -37,12 +37,31 @@ def build_eval_batches(documents, objective, seq_len, batch_size, masker, cls_id
     return batches
 
 
-def evaluate(model, batches, use_nsp: bool) -> dict:
-    """MLM loss (mean over all masked tokens), perplexity, masked-token accuracy, and NSP loss/accuracy."""
-    mlm_loss_sum = nsp_loss_sum = 0.0
-    n_masked = n_correct = n_pairs = n_nsp_correct = 0
-    rtd_loss_sum, n_rtd_correct, n_rtd_tokens, n_replaced = 0.0, 0, 0, 0
-    parts_sum, loss_sum, n_sequences = {}, 0.0, 0  # a distillation's losses (out.parts), mean over sequences
+# The counts and sums an evaluation adds up (over batches, and over ranks when several share the work).
+SUMS = ("mlm_loss_sum", "n_masked", "n_correct", "nsp_loss_sum", "n_pairs", "n_nsp_correct", "rtd_loss_sum",
+        "n_rtd_correct", "n_rtd_tokens", "n_replaced", "loss_sum", "n_sequences")
+
+
+def evaluate(model, batches, use_nsp: bool, comm=None) -> dict:
+    """MLM loss (mean over all masked tokens), perplexity, masked-token accuracy, and NSP loss/accuracy.
+
+    comm: with several ranks (training/distributed.py), every rank must call this; rank r evaluates batches
+    r, r + N, ... and the sums are added over the ranks, so all get the metrics of the whole set (the float sums
+    in another order than one process adds them: equal to rounding)."""
+    split = comm is not None and comm.size > 1
+    sums, parts_sum = _evaluation_sums(model, batches[comm.rank::comm.size] if split else batches, use_nsp)
+    if split:
+        if parts_sum:
+            raise ValueError("a distillation's evaluation runs in one process")
+        total = comm.allreduce_sum_(np.array([float(sums[k]) for k in SUMS]))
+        sums = {k: (float(v) if k.endswith("_sum") else int(round(v))) for k, v in zip(SUMS, total)}
+    return _metrics(model, sums, parts_sum, use_nsp)
+
+
+def _evaluation_sums(model, batches, use_nsp: bool) -> tuple[dict, dict]:
+    s = dict.fromkeys(SUMS, 0)
+    s.update(mlm_loss_sum=0.0, nsp_loss_sum=0.0, rtd_loss_sum=0.0, loss_sum=0.0)
+    parts_sum = {}  # a distillation's losses (out.parts), summed over sequences
     with forward_only(model):
         for batch in batches:
             out = model.forward(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"],
@@ -50,42 +69,49 @@ def evaluate(model, batches, use_nsp: bool) -> dict:
                                 next_sentence_label=batch["next_sentence_label"] if use_nsp else None)
             if out.get("parts") is not None:
                 n = len(batch["input_ids"])
-                n_sequences += n
-                loss_sum += float(out.loss) * n
+                s["n_sequences"] += n
+                s["loss_sum"] += float(out.loss) * n
                 for name, value in out.parts.items():
                     parts_sum[name] = parts_sum.get(name, 0.0) + value * n
             targets = batch["labels"].reshape(-1)[out.masked_positions]  # (M,)
-            mlm_loss_sum += float(out.mlm_loss) * len(targets)
-            n_correct += int((out.prediction_logits.argmax(axis=-1) == targets).sum())
-            n_masked += len(targets)
+            s["mlm_loss_sum"] += float(out.mlm_loss) * len(targets)
+            s["n_correct"] += int((out.prediction_logits.argmax(axis=-1) == targets).sum())
+            s["n_masked"] += len(targets)
             if use_nsp:
                 nsl = batch["next_sentence_label"]
-                nsp_loss_sum += float(out.nsp_loss) * len(nsl)
-                n_nsp_correct += int((out.seq_relationship_logits.argmax(axis=-1) == nsl).sum())
-                n_pairs += len(nsl)
+                s["nsp_loss_sum"] += float(out.nsp_loss) * len(nsl)
+                s["n_nsp_correct"] += int((out.seq_relationship_logits.argmax(axis=-1) == nsl).sum())
+                s["n_pairs"] += len(nsl)
             correct, tokens, replaced = rtd_counts(out, batch["attention_mask"])  # ELECTRA only
             if tokens:
-                rtd_loss_sum += float(out.rtd_loss) * tokens
-                n_rtd_correct, n_rtd_tokens, n_replaced = n_rtd_correct + correct, n_rtd_tokens + tokens, \
-                    n_replaced + replaced
-    mlm_loss = mlm_loss_sum / max(1, n_masked)
-    metrics = {"mlm_loss": mlm_loss, "ppl": math.exp(min(mlm_loss, 700.0)), "mlm_acc": n_correct / max(1, n_masked),
-               "masked_tokens": n_masked}
+                s["rtd_loss_sum"] += float(out.rtd_loss) * tokens
+                s["n_rtd_correct"] += correct
+                s["n_rtd_tokens"] += tokens
+                s["n_replaced"] += replaced
+    return s, parts_sum
+
+
+def _metrics(model, s: dict, parts_sum: dict, use_nsp: bool) -> dict:
+    n_masked = s["n_masked"]
+    mlm_loss = s["mlm_loss_sum"] / max(1, n_masked)
+    metrics = {"mlm_loss": mlm_loss, "ppl": math.exp(min(mlm_loss, 700.0)),
+               "mlm_acc": s["n_correct"] / max(1, n_masked), "masked_tokens": n_masked}
     if use_nsp:
-        metrics["nsp_loss"] = nsp_loss_sum / max(1, n_pairs)
-        metrics["nsp_acc"] = n_nsp_correct / max(1, n_pairs)
+        metrics["nsp_loss"] = s["nsp_loss_sum"] / max(1, s["n_pairs"])
+        metrics["nsp_acc"] = s["n_nsp_correct"] / max(1, s["n_pairs"])
         metrics["loss"] = metrics["mlm_loss"] + metrics["nsp_loss"]
     else:
         metrics["loss"] = mlm_loss
-    if n_rtd_tokens:  # the discriminator's replaced-token detection, and the accuracy of always guessing "original"
-        metrics["rtd_loss"] = rtd_loss_sum / n_rtd_tokens
-        metrics["rtd_acc"] = n_rtd_correct / n_rtd_tokens
-        metrics["rtd_baseline_acc"] = 1.0 - n_replaced / n_rtd_tokens
-        metrics["replaced_share"] = n_replaced / n_rtd_tokens
+    n_rtd = s["n_rtd_tokens"]
+    if n_rtd:  # the discriminator's replaced-token detection, and the accuracy of always guessing "original"
+        metrics["rtd_loss"] = s["rtd_loss_sum"] / n_rtd
+        metrics["rtd_acc"] = s["n_rtd_correct"] / n_rtd
+        metrics["rtd_baseline_acc"] = 1.0 - s["n_replaced"] / n_rtd
+        metrics["replaced_share"] = s["n_replaced"] / n_rtd
         metrics["loss"] = mlm_loss + model.rtd_weight * metrics["rtd_loss"]
-    if n_sequences:  # a distillation: its losses, and its total loss, mean over the sequences
-        metrics.update({name: value / n_sequences for name, value in parts_sum.items()})
-        metrics["loss"] = loss_sum / n_sequences
+    if s["n_sequences"]:  # a distillation: its losses, and its total loss, mean over the sequences
+        metrics.update({name: value / s["n_sequences"] for name, value in parts_sum.items()})
+        metrics["loss"] = s["loss_sum"] / s["n_sequences"]
     return metrics
 
 

@@ -240,9 +240,11 @@ def pretrain(settings: PretrainSettings, resume_checkpoint: Path | None = None, 
             settings.name = run_dir.name
             _write_json(run_dir / "settings.json", settings.to_dict())
             metrics = MetricsLog(run_dir / "metrics.jsonl")
-            t_eval = time.perf_counter()
-            metrics.append({"step": 0, "split": "eval", **evaluate(model, eval_batches, use_nsp), "elapsed": 0.0})
-            eval_seconds = time.perf_counter() - t_eval
+        t_eval = time.perf_counter()
+        first_eval = evaluate(model, eval_batches, use_nsp, comm)  # several ranks: each its share of the batches
+        eval_seconds = time.perf_counter() - t_eval
+        if comm.is_root:
+            metrics.append({"step": 0, "split": "eval", **first_eval, "elapsed": 0.0})
             if settings.steps:
                 plan = make_plan(settings.steps, settings, timed=False)
             else:  # as many steps as fit in --minutes, measured on this machine (a rank's share of a batch)
@@ -357,10 +359,11 @@ def pretrain(settings: PretrainSettings, resume_checkpoint: Path | None = None, 
             saving = done % plan.save_every == 0 or done == plan.total_steps or over_budget
             if evaluating or saving:  # several ranks: the weights must still be the same everywhere
                 comm.check_identical(model.params.buffer, f"the weights after step {done:,}")
-            if evaluating and comm.is_root:
-                last_eval = evaluate(model, eval_batches, use_nsp)
-                metrics.append({"step": done, "split": "eval", **last_eval, "elapsed": elapsed()})
-                say(_eval_line(done, last_eval))
+            if evaluating:  # every rank evaluates its share of the held-out batches; rank 0 writes the result
+                last_eval = evaluate(model, eval_batches, use_nsp, comm)
+                if comm.is_root:
+                    metrics.append({"step": done, "split": "eval", **last_eval, "elapsed": elapsed()})
+                    say(_eval_line(done, last_eval))
             if saving:
                 if not all(np.isfinite(p).all() for p in model.params.values()):
                     raise TrainingStopped(_nan_message(run_dir, done, "the weights are no longer finite numbers",
@@ -394,7 +397,7 @@ def pretrain(settings: PretrainSettings, resume_checkpoint: Path | None = None, 
     others_rss = comm.allreduce_sum_(np.array([0.0 if comm.is_root else peak_rss_mb() or 0.0]))[0]
     if not comm.is_root:
         return None
-    if last_eval is None:
+    if last_eval is None:  # (rank 0 alone by now: the whole held-out set)
         last_eval = evaluate(model, eval_batches, use_nsp)
     summary = {
         "run": str(run_dir), "checkpoint": str(latest_checkpoint(run_dir)), "steps": done,

@@ -72,3 +72,33 @@ def test_evaluation_restores_the_model_when_a_forward_fails():
     with pytest.raises(ValueError):
         evaluate(model, bad, use_nsp=False)
     assert model.training and not model.recompute
+
+
+@pytest.mark.parametrize("size", [2, 3])
+def test_ranks_share_the_evaluation_and_their_sums_make_the_whole(size):
+    """With several ranks, rank r evaluates batches r, r + N, ... and the sums are added over the ranks: every
+    rank gets the metrics of the whole held-out set."""
+    masker = Masker(60, MASK, [PAD, 1, CLS, SEP, MASK])
+    batches = build_eval_batches(documents(), "mlm+nsp", 24, 4, masker, CLS, SEP, PAD, max_examples=30)
+    model = BertForPreTraining(BertConfig.preset("tiny", vocab_size=60, max_position_embeddings=24), seed=0)
+    whole = evaluate(model, batches, use_nsp=True)
+
+    class Rank:  # stands in for a communicator: allreduce_sum_ returns what `total` says
+        def __init__(self, rank, total=None):
+            self.rank, self.size, self.total, self.sent = rank, size, total, None
+
+        def allreduce_sum_(self, v):
+            self.sent = v.copy()
+            return v if self.total is None else self.total.copy()
+
+    parts = [Rank(r) for r in range(size)]
+    for comm in parts:
+        evaluate(model, batches, use_nsp=True, comm=comm)
+    total = sum(comm.sent for comm in parts)
+    n_masked = [comm.sent[1] for comm in parts]  # SUMS[1]: each rank's masked tokens
+    assert all(n > 0 for n in n_masked) and sum(n_masked) == whole["masked_tokens"]  # disjoint shares, all of it
+    for r in range(size):
+        shared = evaluate(model, batches, use_nsp=True, comm=Rank(r, total))
+        assert shared["masked_tokens"] == whole["masked_tokens"]
+        for key in whole:
+            assert shared[key] == pytest.approx(whole[key], rel=1e-12), key
