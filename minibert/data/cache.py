@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+
 from minibert._progress import tqdm
 
 FORMAT_VERSION = 1  # bump when the way text becomes ids changes

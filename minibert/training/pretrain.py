@@ -31,8 +31,8 @@ import time
 from pathlib import Path
 
 import numpy as np
-from minibert._progress import tqdm
 
+from minibert._progress import tqdm
 from minibert.config import BertConfig
 from minibert.data.examples import PAIR_OBJECTIVES, ExampleStream, collate
 from minibert.data.masking import Masker, continuation_mask

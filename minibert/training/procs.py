@@ -302,7 +302,9 @@ class ProcsCommunicator:
         buffers of their size. The backward then writes where `reduce_scatter_sum_` reads: no copy of the whole
         buffer into the area every step, and no private buffer beside the row (12 MB less per rank for mini).
         The row is this rank's to write at any time; other ranks read it only inside the collectives. Other
-        collectives on buffers of the same size and dtype use the same area, so they write over these arrays."""
+        collectives on buffers of the same size and dtype use the same area, so they write over these arrays.
+        Views of the old buffer taken before (e.g. a sub-model's own copy of the dict entries) are left behind:
+        models with sub-models (ELECTRA, a distiller) run in one process."""
         buf = arrays.buffer
         arrays.move_to(np.asarray(self._area(buf.dtype, buf.size)[self.rank]))  # a plain view of the mapping
 

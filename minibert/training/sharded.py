@@ -70,7 +70,9 @@ class ShardedAdamW:
         return total, sums
 
     def step(self, lr: float | None = None) -> None:
-        """AdamW on this rank's columns, then every rank's updated columns to every rank."""
+        """AdamW on this rank's columns, then every rank's updated columns to every rank. Afterwards `grads`
+        holds the summed, clipped gradient in this rank's columns only (elsewhere: this rank's own part, or under
+        --procs what the exchange left there); the next step starts by zeroing it."""
         self.adamw.step(lr)
         self.comm.allgather_(self.params.buffer, self.bounds)
 

@@ -46,11 +46,14 @@ for step in range(1, 6):
         if comm.is_root:
             np.savez(f"{out}/state.npz", **state)
             np.savez(f"{out}/whole_state.npz", **whole.state_dict())
-        comm.barrier()  # the gathered arrays are shared memory the other ranks write next
+        comm.barrier()  # as pretrain does: the gathered arrays are rows where the other ranks' gradients go next
         state = comm.broadcast({k: v.tolist() for k, v in state.items()} if comm.is_root else None)
         split = ShardedAdamW(split_model.params, split_model.grads, comm, **options)
         split.load_state_dict({k: np.asarray(v, dtype=np.int64 if k == "step" else np.float32)
                                for k, v in state.items()})
+# Under --procs the split model's gradients live in this rank's row of the shared area (no copy per step).
+kept = any(np.may_share_memory(split_model.grads.buffer, area) for area in getattr(comm, "areas", {}).values())
 np.savez(f"{out}/rank{comm.rank}.npz", whole=whole_model.params.buffer, split=split_model.params.buffer,
+         kept_in_shared_row=np.array(kept),
          moments=np.concatenate([split.adamw.m, split.adamw.v]), bounds=np.array(split.bounds),
          **{k: np.array(v) for k, v in norms.items()})

@@ -73,6 +73,7 @@ def test_split_step_gives_the_weights_of_the_whole_step_bit_for_bit(tmp_path, la
         assert o["norm_split"].tolist() == o["norm_whole"].tolist()
         assert [x > 1.0 for x in o["norm_split"]] == [False, True, False, True, False]
         assert o["sums"].tolist() == [[n * (n + 1) / 2, 0.5 * n]] * 5  # the loss sums rode along, summed
+        assert bool(o["kept_in_shared_row"]) == (launcher == "procs")  # --procs: gradients in shared memory
         lo, hi = o["bounds"][r], o["bounds"][r + 1]
         assert o["moments"].size == 2 * (hi - lo) and hi - lo < o["whole"].size  # its part of the moments only
     # The state gathered on rank 0 (a checkpoint) is the whole-buffer optimizer's, name for name.
