@@ -47,7 +47,8 @@ def parse_args():
     p.add_argument("--procs", type=int, default=None,
                    help="also time minibert's full step on this many processes, as `minibert pretrain --procs N` "
                         "runs it (default: --threads; 1 = skip)")
-    p.add_argument("--rank-worker", nargs=5, metavar=("CONFIG", "B", "T", "STEPS", "OPTIMIZER"), help=argparse.SUPPRESS)
+    p.add_argument("--rank-worker", nargs=5, metavar=("CONFIG", "B", "T", "STEPS", "OPTIMIZER"),
+                   help=argparse.SUPPRESS)
     return p.parse_args()
 
 
@@ -234,8 +235,9 @@ def procs_round(config, B, T, steps, optimizer="sharded"):
     import subprocess
     import sys
     threads = str(max(1, args.threads // args.procs))  # per rank; the launcher sets them in each rank's environment
-    out = subprocess.run([sys.executable, "-m", "minibert.training.procs", "-n", str(args.procs), "--threads", threads,
-                          sys.executable, __file__, "--rank-worker", config, str(B), str(T), str(steps), optimizer],
+    out = subprocess.run([sys.executable, "-m", "minibert.training.procs", "-n", str(args.procs), "--threads",
+                          threads, sys.executable, __file__, "--rank-worker", config, str(B), str(T), str(steps),
+                          optimizer],
                          capture_output=True, text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 

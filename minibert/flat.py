@@ -67,10 +67,7 @@ class FlatArrays(dict):
 
     def cast(self, dtype):
         """Move every entry into a new buffer of `dtype` (values kept, cast); replaced entries rejoin it."""
-        values = dict(self)
-        self._attach(np.empty(self.buffer.size, dtype=dtype))
-        for name, a in values.items():
-            np.copyto(self[name], a, casting="unsafe")
+        self._move(np.empty(self.buffer.size, dtype=dtype), casting="unsafe")
 
     def move_to(self, buffer: np.ndarray):
         """Make every entry a view of `buffer` (1-D, this buffer's size and dtype; e.g. shared memory), values
@@ -78,7 +75,10 @@ class FlatArrays(dict):
         if buffer.shape != self.buffer.shape or buffer.dtype != self.buffer.dtype:
             raise ValueError(f"FlatArrays.move_to: expected a {self.buffer.dtype} buffer of shape "
                              f"{self.buffer.shape}, got {buffer.dtype} {buffer.shape}")
+        self._move(buffer)
+
+    def _move(self, buffer: np.ndarray, casting: str = "same_kind"):
         values = dict(self)
         self._attach(buffer)
         for name, a in values.items():
-            self[name][...] = a
+            np.copyto(self[name], a, casting=casting)

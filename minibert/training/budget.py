@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass
 from statistics import median
 
 from minibert.optim import AdamW, clip_grad_norm
+from minibert.training.sharded import shard_bounds
 
 EVALUATIONS_PER_RUN = 10
 CHECKPOINTS_PER_RUN = 4
@@ -89,7 +90,6 @@ def measure_step_seconds(model, batch: dict, use_nsp: bool, repeats: int = 3, ra
     changing the run: the dropout generator is restored and AdamW works on copies of the parameters. With
     `ranks` > 1, AdamW runs on one rank's share of the weights, as training/sharded.py splits it (the sums
     between the ranks are not in the probe; the re-plan from real step times accounts for them)."""
-    from minibert.training.sharded import shard_bounds
     rng_state = model.rng.bit_generator.state
     nsl = batch["next_sentence_label"] if use_nsp else None
     shard = slice(0, shard_bounds(model.params.buffer.size, ranks)[1]) if ranks > 1 else None

@@ -26,15 +26,16 @@ from minibert.training.run_dir import CHECKPOINTS, checkpoint_name, checkpoint_s
 STATE_DIR = "training_state"
 
 
-def save_checkpoint(run: Path, step: int, model, tokenizer, optimizer, state: dict, keep: int = 0) -> Path:
-    """Write checkpoint `step` of `run` atomically, point `latest` at it, and keep only the newest `keep`."""
+def save_checkpoint(run: Path, step: int, model, tokenizer, optimizer_state: dict, state: dict, keep: int = 0) -> Path:
+    """Write checkpoint `step` of `run` atomically, point `latest` at it, and keep only the newest `keep`.
+    optimizer_state: the optimizer's `state_dict()` (AdamW's moments and step count)."""
     target = Path(run) / CHECKPOINTS / checkpoint_name(step)
     tmp = target.parent / f".{target.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
     try:
         model.save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)
         (tmp / STATE_DIR).mkdir()
-        save_safetensors({k: _contiguous(v) for k, v in optimizer.state_dict().items()},
+        save_safetensors({k: _contiguous(v) for k, v in optimizer_state.items()},
                          tmp / STATE_DIR / "optimizer.safetensors")
         atomic_write_text(tmp / STATE_DIR / "state.json", json.dumps(state, indent=1) + "\n")
         if target.exists():  # the same step saved again (a resumed run): swap the old folder out first

@@ -49,7 +49,7 @@ from minibert.training.metrics import MetricsLog, Window
 from minibert.training.objectives import brings_own_model, build_model, output_bias_name, rtd_counts
 from minibert.training.run_dir import create_run_dir, default_run_name, latest_checkpoint
 from minibert.training.settings import PretrainSettings
-from minibert.training.sharded import GatheredState, ShardedAdamW
+from minibert.training.sharded import ShardedAdamW
 
 EVAL_MASK_PROB = 0.15  # held-out masks: BERT's rate, whatever --mask-prob trains with
 MASKING_STREAM = 2  # random streams of one seed: 1 = examples, 2 = masking (the model's dropout has its own)
@@ -372,10 +372,10 @@ def pretrain(settings: PretrainSettings, resume_checkpoint: Path | None = None, 
                          "dropout_rng": model.rng.bit_generator.state, "window": window.state_dict(),
                          "train_seconds": train_seconds, "tokens_seen": tokens_seen, "elapsed": elapsed(),
                          "corpus": corpus_fingerprint, "settings": settings.to_dict(), "ranks": comm.size}
-                # Several ranks: every rank sends its shard of the moments to rank 0, which writes them.
-                saved = optimizer if comm.size == 1 else GatheredState(optimizer.state_dict())
+                # (several ranks: every rank sends its shard of the moments to rank 0, which writes them)
+                optimizer_state = optimizer.state_dict()
                 if comm.is_root:
-                    save_checkpoint(run_dir, done, model, tok, saved, state, settings.keep_checkpoints)
+                    save_checkpoint(run_dir, done, model, tok, optimizer_state, state, settings.keep_checkpoints)
                 if comm.size > 1:
                     comm.barrier()  # rank 0 read the moments from where the other ranks' gradients go next
             if over_budget:

@@ -101,10 +101,7 @@ def launch(command: list[str], size: int, threads: int | None = None) -> int:
     """Run `command` as `size` ranks (fresh processes) and wait for all of them; returns rank 0's exit status,
     or the first failing rank's. threads: BLAS threads per rank (default: usable cores // size, unless the
     environment already sets them)."""
-    if threads is None and not threads_pinned():
-        threads = max(1, usable_cores() // size)
-    workdir = tempfile.mkdtemp(prefix="minibert-procs-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
-    pairs = [socket.socketpair() for _ in range(size - 1)]  # rank 0 <-> rank r
+    threads, workdir, pairs = _prepare_ranks(size, threads)
     procs = []
     try:
         for rank in range(size):
@@ -131,10 +128,7 @@ def become_rank0(command: list[str], size: int, threads: int | None = None):
     """Start ranks 1..size-1 of `command` (command[0] is the Python executable), then replace this process by
     rank 0 of it (os.execve, so this does not return): the same process id, a fresh interpreter whose BLAS starts
     with its share of the threads. Rank 0 waits for the others at its end (`ProcsCommunicator.finish`)."""
-    if threads is None and not threads_pinned():
-        threads = max(1, usable_cores() // size)
-    workdir = tempfile.mkdtemp(prefix="minibert-procs-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
-    pairs = [socket.socketpair() for _ in range(size - 1)]  # rank 0 <-> rank r
+    threads, workdir, pairs = _prepare_ranks(size, threads)
     children, sigint = [], None
     try:
         for rank in range(1, size):
@@ -164,6 +158,15 @@ def become_rank0(command: list[str], size: int, threads: int | None = None):
             p.wait()
         shutil.rmtree(workdir, ignore_errors=True)
         raise
+
+
+def _prepare_ranks(size: int, threads: int | None) -> tuple[int | None, str, list]:
+    """(BLAS threads per rank: cores // size unless the environment sets them, the shared folder, a socket pair
+    rank 0 <-> rank r for every other rank)."""
+    if threads is None and not threads_pinned():
+        threads = max(1, usable_cores() // size)
+    workdir = tempfile.mkdtemp(prefix="minibert-procs-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
+    return threads, workdir, [socket.socketpair() for _ in range(size - 1)]
 
 
 def _rank_environment(rank: int, size: int, workdir: str, fds: list[int], threads: int | None) -> dict:
@@ -315,14 +318,15 @@ class ProcsCommunicator:
             return buffer
         t = time.perf_counter()
         area = self._enter(buffer.dtype, buffer.size, "scatter")
-        if not np.may_share_memory(buffer, area[self.rank]):  # (a buffer kept in the row needs no copy)
+        kept = np.may_share_memory(buffer, area[self.rank])  # kept in the row (keep_in_shared_row): no copy
+        if not kept:
             area[self.rank] = buffer
         self.barrier()  # every row written
         lo, hi = bounds[self.rank], bounds[self.rank + 1]
         mine = buffer[lo:hi]
         # In rank order, as allreduce_sum_ adds. A buffer kept in row 2 or later would lose its own addend to
         # the first addition: that rank sums into scratch memory first.
-        kept = self.rank >= 2 and np.may_share_memory(mine, area[self.rank])
+        kept = kept and self.rank >= 2
         total = np.empty_like(mine) if kept else mine
         np.add(area[0, lo:hi], area[1, lo:hi], out=total)
         for r in range(2, self.size):
@@ -365,8 +369,8 @@ class ProcsCommunicator:
         return area[row] if self.is_root else None
 
     def _enter(self, dtype: np.dtype, n: int, operation: str) -> np.ndarray:
-        """The shared area for `n` entries of `dtype`, once it is safe for `operation` to write into it. A rank may leave an
-        operation while another still reads what it needs of the area; the next operation on it then waits for
+        """The shared area for `n` entries of `dtype`, once it is safe for `operation` to write into it. A rank may
+        leave an operation while another still reads what it needs of the area; the next operation on it waits for
         every rank first (a barrier), except in the two orders the training step uses, which write only where
         the previous operation has finished reading: the sum of the columns, then the update's exchange
         (`reduce_scatter_sum_` writes a rank's own row, read by others only at their columns, which the exchange

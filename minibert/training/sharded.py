@@ -14,10 +14,11 @@ Split instead, per step:
 
 Every weight is computed by exactly one rank and then copied to the others, so the ranks hold identical
 weights. Under --procs the summed gradient is also the same bits as the whole-buffer allreduce gives (the same
-additions in rank order), so the weights are bit for bit those of the unsplit step (tests/training/test_sharded.py,
-also under mpiexec with 2 ranks); MPI with 3 or more ranks may add the ranks' gradients in another order in
-its reduce-scatter than in its allreduce, so there the two paths agree to float32 rounding. A rank does 1/N of the clipping and AdamW work and keeps 1/N of the moments
-(mini: 12 MB less per rank at N = 2). Checkpoints hold the whole moments, gathered on rank 0, so a run can
+additions in rank order), so the weights are bit for bit those of the unsplit step
+(tests/training/test_sharded.py, also under mpiexec with 2 ranks); MPI with 3 or more ranks may add the ranks'
+gradients in another order in its reduce-scatter than in its allreduce, so there the two paths agree to float32
+rounding. A rank does 1/N of the clipping and AdamW work and keeps 1/N of the moments (mini: 12 MB less per
+rank at N = 2). Checkpoints hold the whole moments, gathered on rank 0, so a run can
 resume on any number of ranks.
 """
 
@@ -97,12 +98,3 @@ class ShardedAdamW:
         """Whole moments (a checkpoint's, from any number of ranks): this rank keeps its columns."""
         self.adamw.load_state_dict(state)
 
-
-class GatheredState:
-    """What save_checkpoint needs of an optimizer (`state_dict()`), holding a state gathered beforehand."""
-
-    def __init__(self, state: dict[str, np.ndarray]):
-        self.state = state
-
-    def state_dict(self) -> dict[str, np.ndarray]:
-        return self.state

@@ -25,7 +25,7 @@ def test_save_prune_and_latest(tmp_path, parts):
     model, tok, opt = parts
     run = create_run_dir(tmp_path, "r")
     for step in (10, 20, 30):
-        save_checkpoint(run, step, model, tok, opt, {"step": step}, keep=2)
+        save_checkpoint(run, step, model, tok, opt.state_dict(), {"step": step}, keep=2)
     names = sorted(p.name for p in (run / "checkpoints").iterdir())
     assert names == ["latest", "step-000020", "step-000030"]  # pruned, no temporary folders left
     assert latest_checkpoint(run).name == "step-000030" and resolve_model_dir(run).name == "step-000030"
@@ -39,10 +39,10 @@ def test_save_prune_and_latest(tmp_path, parts):
 def test_a_failed_save_leaves_the_previous_checkpoint_latest(tmp_path, parts, monkeypatch):
     model, tok, opt = parts
     run = create_run_dir(tmp_path, "r")
-    save_checkpoint(run, 10, model, tok, opt, {"step": 10})
+    save_checkpoint(run, 10, model, tok, opt.state_dict(), {"step": 10})
     monkeypatch.setattr(tok, "save_pretrained", lambda folder: (_ for _ in ()).throw(OSError("disk full")))
     with pytest.raises(OSError, match="disk full"):
-        save_checkpoint(run, 20, model, tok, opt, {"step": 20})
+        save_checkpoint(run, 20, model, tok, opt.state_dict(), {"step": 20})
     assert [p.name for p in (run / "checkpoints").iterdir() if p.name != "latest"] == ["step-000010"]
     assert latest_checkpoint(run).name == "step-000010"
     # the surviving checkpoint is complete and loads
