@@ -3,9 +3,11 @@
     python benchmarks/embed.py                       # 1,000 sentences, batch 32, all cores
     python benchmarks/embed.py --threads 1 --rounds 5
 
-Both sides do the same work, on the same threads, in one run: tokenize, sort by length, batch, pad each batch
+Both sides do the same work, on the same cores, in one run: tokenize, sort by length, batch, pad each batch
 to its longest sentence, run BertModel, mean-pool over the attention mask, L2-normalise.
-  minibert:     minibert.embeddings.SentenceEncoder (pure-Python WordPiece tokenizer, NumPy model)
+  minibert:     minibert.embeddings.SentenceEncoder (pure-Python WordPiece tokenizer, NumPy model); with
+                --threads N it runs N batches at once, one per thread, each on a one-thread BLAS
+                (minibert/parallel.py; --workers 1: one batch at a time on an N-thread BLAS)
   transformers: BertTokenizerFast (Rust) + transformers.BertModel (torch eager, its default attention)
 Rounds alternate between the two so a noisy machine slows both alike. Prints the best round of each (total, and
 tokenization / model split), the ratio minibert / transformers in sentences per second (>1: minibert faster),
@@ -25,6 +27,9 @@ def parse_args():
     p.add_argument("--threads", type=int, default=int(os.environ.get("OPENBLAS_NUM_THREADS", os.cpu_count())),
                    help="BLAS/torch threads for both (default: OPENBLAS_NUM_THREADS or all cores)")
     p.add_argument("--rounds", type=int, default=3, help="timed rounds per contender, alternating (default 3)")
+    p.add_argument("--workers", type=int, default=None,
+                   help="minibert's batches run at once, each on its own thread (default: --threads; 1: one batch "
+                        "at a time on a --threads-thread BLAS, as before the sixth session)")
     p.add_argument("--profile", action="store_true", help="also print where minibert's forward spends its time")
     return p.parse_args()
 
@@ -38,7 +43,7 @@ import torch  # noqa: E402
 import transformers  # noqa: E402
 
 from minibert.data.builtin import load_wiki_summaries, minilm_dir  # noqa: E402
-from minibert.embeddings import SentenceEncoder, l2_normalize, mean_pool, pad_batch  # noqa: E402
+from minibert.embeddings import SentenceEncoder, pad_batch  # noqa: E402
 
 torch.set_num_threads(args.threads)
 
@@ -55,18 +60,11 @@ def wiki_sentences(n):
     return out
 
 
-def minibert_embed(encoder, texts, batch_size):
+def minibert_embed(encoder, texts, batch_size, workers):
     t0 = time.perf_counter()
     ids = encoder.tokenize(texts)
     t1 = time.perf_counter()
-    out = np.zeros((len(texts), encoder.dimension), dtype=np.float32)
-    order = sorted(range(len(texts)), key=lambda i: -len(ids[i]))
-    for start in range(0, len(order), batch_size):
-        rows = order[start:start + batch_size]
-        input_ids, mask = pad_batch([ids[i] for i in rows], encoder.pad_id)
-        hidden = encoder.body.forward(input_ids, None, mask).last_hidden_state
-        out[rows] = mean_pool(hidden, mask)
-    out = l2_normalize(out)
+    out = encoder.encode_token_ids(ids, batch_size, normalize=True, workers=workers)
     return out, t1 - t0, time.perf_counter() - t1
 
 
@@ -100,11 +98,11 @@ def main():
           f"torch attention: {model.config._attn_implementation}")
 
     # Warm-up (first calls allocate, fill the tokenizer cache, load kernels), then alternate timed rounds.
-    minibert_embed(encoder, texts[:64], args.batch_size)
+    minibert_embed(encoder, texts[:64], args.batch_size, args.workers)
     transformers_embed(tokenizer, model, texts[:64], args.batch_size, encoder.max_length)
     results = {"minibert": [], "transformers": []}
     for _ in range(args.rounds):
-        ours = minibert_embed(encoder, texts, args.batch_size)
+        ours = minibert_embed(encoder, texts, args.batch_size, args.workers)
         results["minibert"].append(ours[1:])
         theirs = transformers_embed(tokenizer, model, texts, args.batch_size, encoder.max_length)
         results["transformers"].append(theirs[1:])

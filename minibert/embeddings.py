@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from minibert.models.base import forward_only
+from minibert.parallel import map_batches
 
 BUILTIN_MODELS = ("minilm",)  # names accepted in place of a folder
 
@@ -141,28 +142,39 @@ class SentenceEncoder:
         return ids
 
     def encode(self, texts, batch_size: int = 32, normalize: bool | None = None,
-               progress: bool = False) -> np.ndarray:
-        """Embeddings of `texts` (a string or a list of strings) as a (N, H) float array in input order."""
+               progress: bool = False, workers: int | None = None) -> np.ndarray:
+        """Embeddings of `texts` (a string or a list of strings) as a (N, H) float array in input order.
+
+        workers: batches run at once, each on its own thread and core (minibert/parallel.py); default: the
+        layers' thread count (OPENBLAS_NUM_THREADS, else every core). The numbers are the same either way."""
         if isinstance(texts, str):
             texts = [texts]
         texts = list(texts)
         if not isinstance(batch_size, int) or batch_size < 1:
             raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
+        return self.encode_token_ids(self.tokenize(texts), batch_size, normalize, progress, workers)
+
+    def encode_token_ids(self, token_ids: list[list[int]], batch_size: int = 32, normalize: bool | None = None,
+                         progress: bool = False, workers: int | None = None) -> np.ndarray:
+        """`encode` for texts already tokenized (`tokenize`): (N, H) in the order of `token_ids`."""
         normalize = self.normalize if normalize is None else normalize
-        token_ids = self.tokenize(texts)
-        out = np.zeros((len(texts), self.dimension), dtype=self.model.dtype)  # (N, H)
+        out = np.zeros((len(token_ids), self.dimension), dtype=self.model.dtype)  # (N, H)
         # Longest first: the first batch shows the worst-case memory at once, and similar lengths share a batch.
-        order = sorted(range(len(texts)), key=lambda i: -len(token_ids[i]))
-        starts = range(0, len(order), batch_size)
-        if progress:
-            from tqdm import tqdm
-            starts = tqdm(starts, desc="embedding", unit="batch", disable=None)
+        order = sorted(range(len(token_ids)), key=lambda i: -len(token_ids[i]))
+        batches = [order[start:start + batch_size] for start in range(0, len(order), batch_size)]
+
+        def embed(rows):  # one batch, on whichever thread runs it: (b, H) mean-pooled
+            input_ids, attention_mask = pad_batch([token_ids[i] for i in rows], self.pad_id)
+            hidden = self.body.forward(input_ids, None, attention_mask).last_hidden_state  # (b, T, H)
+            return mean_pool(hidden, attention_mask)
+
         with forward_only(self.model):  # no backward follows: the layers keep no activations
-            for start in starts:
-                rows = order[start:start + batch_size]
-                input_ids, attention_mask = pad_batch([token_ids[i] for i in rows], self.pad_id)
-                hidden = self.body.forward(input_ids, None, attention_mask).last_hidden_state  # (b, T, H)
-                out[rows] = mean_pool(hidden, attention_mask)  # (b, H), written back to the callers' rows
+            done = map_batches(embed, batches, workers)
+            if progress:
+                from tqdm import tqdm
+                done = tqdm(done, total=len(batches), desc="embedding", unit="batch", disable=None)
+            for rows, pooled in zip(batches, done):
+                out[rows] = pooled  # written back to the callers' rows
         self.body._cache = None  # the last batch's layer inputs
         return l2_normalize(out) if normalize else out
 

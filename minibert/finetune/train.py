@@ -17,6 +17,7 @@ from minibert.finetune.data import Examples
 from minibert.finetune.metrics import classification_metrics
 from minibert.models.base import forward_only
 from minibert.optim import AdamW, clip_grad_norm, linear_warmup_decay
+from minibert.parallel import map_batches
 
 # The eval numbers that may pick the best epoch: classification (accuracy, macro_f1), token classification
 # (f1 = entity-level micro F1, token_accuracy) and question answering (f1, exact_match).
@@ -82,25 +83,27 @@ def collate(encoded: list, indices, pad_id: int):
 
 
 def forward_in_batches(model, encoded: list, pad_id: int, batch_size: int = 64, progress: bool = False,
-                       desc: str = "evaluating"):
+                       desc: str = "evaluating", workers: int | None = None):
     """Yield (example indices, model output) over all examples in eval mode (no dropout), in batches of similar
-    length (little padding). Any head: the caller reads the outputs it needs."""
+    length (little padding). Any head: the caller reads the outputs it needs. Up to `workers` batches run at
+    once, each on its own thread (minibert/parallel.py; default: the layers' thread count), with the same
+    numbers as one at a time."""
     from tqdm import tqdm
 
     order = np.argsort([len(ids) for ids, _ in encoded], kind="stable")  # similar lengths -> little padding
+    batches = [order[start:start + batch_size] for start in range(0, len(order), batch_size)]
     with forward_only(model):  # eval mode; no backward follows, so the layers keep no activations
-        for start in tqdm(range(0, len(order), batch_size), desc=desc, unit="batch", disable=not progress,
-                          leave=False):
-            chosen = order[start:start + batch_size]
-            yield chosen, model.forward(*collate(encoded, chosen, pad_id))
+        outputs = map_batches(lambda chosen: model.forward(*collate(encoded, chosen, pad_id)), batches, workers)
+        yield from zip(batches, tqdm(outputs, total=len(batches), desc=desc, unit="batch", disable=not progress,
+                                     leave=False))
     model.bert._cache = None  # free the last batch's layer inputs too
 
 
 def predict_logits(model, encoded: list, pad_id: int, batch_size: int = 64, progress: bool = False,
-                   desc: str = "evaluating") -> np.ndarray:
+                   desc: str = "evaluating", workers: int | None = None) -> np.ndarray:
     """(N, C) logits of a sequence classifier."""
     logits = np.empty((len(encoded), model.num_labels), dtype=model.dtype)  # (N, C)
-    for chosen, out in forward_in_batches(model, encoded, pad_id, batch_size, progress, desc):
+    for chosen, out in forward_in_batches(model, encoded, pad_id, batch_size, progress, desc, workers):
         logits[chosen] = out.logits
     return logits
 

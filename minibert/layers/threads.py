@@ -18,10 +18,14 @@ takes the first run itself, so 2 threads cost one hand-off.
 
 The pool size follows the BLAS thread count (OPENBLAS_NUM_THREADS, else OMP_NUM_THREADS, else every core): a
 run that asked BLAS for one thread gets no extra threads here either, and 1 thread is a plain loop.
-Block functions must not call for_row_blocks themselves (the pool does not nest).
+Block functions must not call for_row_blocks themselves (the pool does not nest). Code that already runs on
+several threads of its own (minibert/parallel.py: one forward per thread) runs its blocks on the calling thread
+only, inside `on_this_thread_only()`.
 """
 
+import contextlib
 import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -40,6 +44,7 @@ def _threads_from_environment():
 
 _num_threads = _threads_from_environment()
 _pool = None  # the num_threads - 1 helper threads, started on first use
+_local = threading.local()  # .alone: this thread runs its blocks itself (on_this_thread_only)
 
 
 def get_num_threads():
@@ -54,6 +59,18 @@ def set_num_threads(n):
         _pool.shutdown(wait=True)
         _pool = None
     _num_threads = n
+
+
+@contextlib.contextmanager
+def on_this_thread_only():
+    """Within the block, for_row_blocks called from this thread runs every block on this thread (other threads
+    are not affected). For work that is itself spread over threads, which the pool must not serve twice."""
+    before = getattr(_local, "alone", False)
+    _local.alone = True
+    try:
+        yield
+    finally:
+        _local.alone = before
 
 
 def _forget_pool_after_fork():
@@ -86,7 +103,7 @@ def for_row_blocks(fn, n_rows, row_size):
     global _pool
     blocks = row_blocks(n_rows, row_size)
     n = min(_num_threads, len(blocks), max(1, n_rows * row_size // MIN_ELEMENTS_PER_THREAD))
-    if n <= 1:
+    if n <= 1 or getattr(_local, "alone", False):
         _run_blocks(fn, blocks)
         return
     if _pool is None:

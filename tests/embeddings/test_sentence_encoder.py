@@ -37,6 +37,15 @@ def test_batching_and_sorting_keep_each_text_its_own_vector(encoder):
         np.testing.assert_allclose(together, alone, atol=2e-6, err_msg=f"batch_size={batch_size}")
 
 
+@pytest.mark.parametrize("workers", [2, 3])
+def test_batches_on_several_threads_give_the_same_vectors(encoder, workers):
+    texts = TEXTS * 5  # 35 texts, 12 batches of 3: every worker runs several, finishing out of order
+    one_at_a_time = encoder.encode(texts, batch_size=3, workers=1)
+    np.testing.assert_array_equal(encoder.encode(texts, batch_size=3, workers=workers), one_at_a_time)
+    token_ids = encoder.tokenize(texts)
+    np.testing.assert_array_equal(encoder.encode_token_ids(token_ids, batch_size=3, workers=workers), one_at_a_time)
+
+
 def test_vectors_are_mean_pooled_hidden_states(encoder):
     ids = encoder.tokenizer.encode(TEXTS[0]).input_ids
     hidden = encoder.model(np.array([ids])).last_hidden_state[0]  # (T, H)

@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from minibert.finetune.train import collate, training_batches
+from minibert.finetune.train import collate, predict_logits, training_batches
 
 
 @pytest.mark.parametrize("group", [True, False])
@@ -33,3 +33,18 @@ def test_collate_pads_to_the_longest_of_the_batch():
     assert ids.tolist() == [[2, 7, 3, 0, 0], [2, 5, 3, 9, 3]]
     assert types.tolist() == [[0, 0, 0, 0, 0], [0, 0, 0, 1, 1]]
     assert mask.tolist() == [[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]]
+
+
+@pytest.mark.parametrize("workers", [2, 3])
+def test_batches_on_several_threads_give_the_same_logits(workers):
+    from minibert import BertConfig
+    from minibert.models.classification import BertForSequenceClassification
+    config = BertConfig(vocab_size=50, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+                        intermediate_size=24, max_position_embeddings=32)
+    model = BertForSequenceClassification(config, num_labels=3, seed=0)
+    rng = np.random.default_rng(0)
+    encoded = [(rng.integers(5, 50, size=n), np.zeros(n, dtype=np.int64)) for n in rng.integers(3, 30, size=40)]
+    one_at_a_time = predict_logits(model, encoded, pad_id=0, batch_size=4, workers=1)
+    np.testing.assert_array_equal(predict_logits(model, encoded, pad_id=0, batch_size=4, workers=workers),
+                                  one_at_a_time)
+    assert model.training  # put back in the mode it was found in

@@ -5,6 +5,8 @@ The blocks are made tiny here (a few rows) so that small arrays split into many 
 block, over every thread: a mis-split (a row skipped, done twice, or a block given the wrong slice of an
 argument) leaves garbage or wrong rows in the outputs and fails these tests."""
 
+import threading
+
 import numpy as np
 import pytest
 from gradcheck import check_grad
@@ -200,3 +202,13 @@ def test_model_gradient_on_threads(tiny_blocks):
     for name, p in model.params.items():
         err = check_grad(lambda: _loss(model, cfg), p, model.grads[name], rng=rng, max_entries=6)
         assert err < 1e-6, f"{name}: relative error {err:.2e}"
+
+
+def test_on_this_thread_only_keeps_blocks_on_the_caller(tiny_blocks):
+    threads.set_num_threads(3)
+    seen = set()
+    with threads.on_this_thread_only():
+        threads.for_row_blocks(lambda s: seen.add(threading.get_ident()), 50, 7)
+    assert seen == {threading.get_ident()}
+    threads.for_row_blocks(lambda s: seen.add(threading.get_ident()), 50, 7)
+    assert len(seen) >= 2  # and the pool again after the block

@@ -1,0 +1,69 @@
+"""Inference batches side by side, one per core: each batch's forward on its own Python thread.
+
+A forward is mostly matmuls and NumPy loops, and both release the GIL, so two forwards on two threads run on
+two cores at once. That beats one forward at a time on a two-threaded BLAS: the matmuls of one sentence batch are
+too small to split well over two cores, attention's stacked products run one head at a time on one core, and some of
+the elementwise work runs on one thread (docs/performance.md: MiniLM embeddings on 2 cores, ~35% more
+sentences per second). While the batches run, BLAS is held at one thread per call (minibert/blas.py) and the
+layers' elementwise blocks stay on the thread that runs the batch (layers/threads.py): each core does one
+batch's work, start to end.
+
+Only for forwards that no backward follows (`forward_only`): a training step keeps its activations on the
+model, which two threads would overwrite. The results are those of the batches run one by one, in the same
+order: each batch's numbers come from the same operations on the same thread.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from itertools import islice
+from concurrent.futures import ThreadPoolExecutor
+
+from minibert.blas import blas_threads, one_blas_thread
+from minibert.layers import threads
+
+
+def default_workers() -> int:
+    """Batches run at once by default: the layers' thread count (OPENBLAS_NUM_THREADS, else OMP_NUM_THREADS,
+    else every core), so a program that asked BLAS for one thread gets one batch at a time."""
+    return threads.get_num_threads()
+
+
+def _alone(fn, item):
+    with threads.on_this_thread_only():
+        return fn(item)
+
+
+def map_batches(fn, items, workers: int | None = None):
+    """Yield fn(item) for every item, in order, running up to `workers` calls at once on their own threads
+    (default: default_workers()). fn must be safe to run on several threads at once (a forward-only pass is).
+    With one worker, one item, or a BLAS whose thread count cannot be set, the calls run one by one on the
+    calling thread. An exception in a call is raised here, when its turn comes; the calls still running finish
+    first."""
+    items = list(items)
+    workers = default_workers() if workers is None else workers
+    if not isinstance(workers, int) or workers < 1:
+        raise ValueError(f"workers must be a positive integer, got {workers!r}")
+    if min(workers, len(items)) > 1 and blas_threads() is not None:
+        with one_blas_thread():  # (also while the caller handles a result: its own matmuls then use one thread)
+            yield from _map_on_threads(fn, items, min(workers, len(items)))
+        return
+    for item in items:
+        yield fn(item)
+
+
+def _map_on_threads(fn, items, workers):
+    pending = deque()  # futures in item order; `workers` of them run while the caller handles a result
+    rest = iter(items)
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="minibert-batch") as pool:
+        try:
+            for item in islice(rest, workers):
+                pending.append(pool.submit(_alone, fn, item))
+            while pending:
+                result = pending.popleft().result()
+                for item in islice(rest, 1):
+                    pending.append(pool.submit(_alone, fn, item))
+                yield result
+        finally:
+            for future in pending:  # a caller that stopped early, or an error: start nothing more
+                future.cancel()
