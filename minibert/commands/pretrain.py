@@ -231,6 +231,9 @@ def _print_summary(summary: dict, show_examples: bool = True, objective: str = "
         every_rank = (f"; {summary['peak_rss_mb_all_ranks']:,.0f} MB added up over the {summary['ranks']} "
                       f"processes" if summary.get("peak_rss_mb_all_ranks") else "")
         print(f"  peak memory {summary['peak_rss_mb']:,.0f} MB (resident{every_rank})")
+        if summary.get("peak_pss_mb_all_ranks"):  # what the job holds: the pages the processes share count once
+            print(f"  the {summary['ranks']} processes together: {summary['peak_pss_mb_all_ranks']:,.0f} MB "
+                  f"counting the memory they share once (proportional set size)")
     if summary.get("stopped_early"):
         print(f"note: {summary['stopped_early']}")
     print(f"model: {summary['checkpoint']}")

@@ -32,7 +32,8 @@ SPLIT_SEED = 20181011  # the held-out documents are the same for every run, what
 @dataclass
 class Corpus:
     name: str                      # short name for run folders: "wiki", "ptb", or the first file's stem
-    documents: list[list[str]]     # each document is a list of sentences
+    documents: list[list[str]] | None  # each document is a list of sentences (None once prepare_data has
+                                       # tokenized them: a run reads the token ids)
     files: list[Path]              # the files the text came from (their bytes key the token cache)
     eval_documents: set[int] = field(default_factory=set)  # indices of held-out documents, when predefined
     settings: dict = field(default_factory=dict)           # reading options that change the documents

@@ -98,6 +98,8 @@ def prepare_data(sources, text_field="text", tokenizer_dir=None, vocab_size=8192
         raise ValueError(f"corpus {corpus.name} is too small after tokenization: {n_train} training tokens and "
                          f"{n_eval} held-out tokens (need at least {MIN_TRAIN_TOKENS} and 1)")
     log(f"tokens: {n_train:,} for training, {n_eval:,} held out (vocabulary {len(tokenizer.vocab):,})")
+    corpus.fingerprint()  # (hashed now, kept: checkpoints record it)
+    corpus.documents = None  # the text: training reads the token ids (~8 MB for wiki, in every rank)
     release_freed_memory()  # reading and tokenizing the corpus freed more than training will reuse (~30 MB)
     return PreparedData(corpus, tokenizer, train_docs, eval_docs, n_train, n_eval, time.perf_counter() - start)
 

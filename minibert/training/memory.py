@@ -18,3 +18,35 @@ def peak_rss_mb() -> float | None:
     maxrss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     scale = 1 if sys.platform == "darwin" else 1024  # bytes on macOS, KiB elsewhere
     return maxrss * scale / 1e6
+
+
+def proportional_mb() -> float | None:
+    """This process's proportional set size now (PSS, in MB): its resident pages, each page that several
+    processes map counted as 1/k of a page in each of the k. Added up over the ranks of a job, shared pages
+    (libraries, the shared-memory area of `--procs`) count once, where added-up resident sizes count them once
+    per rank. Linux only (/proc/self/smaps_rollup, kernel 4.14+); None elsewhere. The kernel keeps no peak of
+    it, and reading it walks the process's pages (a few milliseconds): sample it now and then
+    (`ProportionalPeak`)."""
+    try:
+        with open("/proc/self/smaps_rollup") as f:
+            for line in f:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1]) * 1024 / 1e6  # kB
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+class ProportionalPeak:
+    """The largest PSS seen at the moments `sample()` was called (MB; None until a reading succeeds). Between
+    training steps the memory of a step is still held (glibc keeps it for the next one, minibert/_malloc.py),
+    so samples taken there see the training's peak."""
+
+    def __init__(self):
+        self.mb = None
+
+    def sample(self) -> float | None:
+        now = proportional_mb()
+        if now is not None:
+            self.mb = now if self.mb is None else max(self.mb, now)
+        return self.mb

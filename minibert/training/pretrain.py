@@ -44,7 +44,7 @@ from minibert.training.budget import Plan, make_plan, measure_step_seconds, repl
 from minibert.training.checkpointing import load_training_state, save_checkpoint
 from minibert.training.distributed import LocalCommunicator, check_divisible, rank_share
 from minibert.training.evaluate import build_eval_batches, evaluate, most_frequent_token_accuracy, token_counts
-from minibert.training.memory import peak_rss_mb
+from minibert.training.memory import ProportionalPeak, peak_rss_mb
 from minibert.training.metrics import MetricsLog, Window
 from minibert.training.objectives import brings_own_model, build_model, output_bias_name, rtd_counts
 from minibert.training.run_dir import create_run_dir, default_run_name, latest_checkpoint
@@ -220,6 +220,7 @@ def pretrain(settings: PretrainSettings, resume_checkpoint: Path | None = None, 
 
     # ---- where we start, how long we go
     window = Window()
+    shared_once = ProportionalPeak()  # this rank's memory with shared pages split between the ranks (PSS)
     if resume_checkpoint:
         optimizer.load_state_dict(optimizer_state)
         del optimizer_state  # the whole moments: a rank of several keeps only its part
@@ -361,6 +362,7 @@ def pretrain(settings: PretrainSettings, resume_checkpoint: Path | None = None, 
                 comm.check_identical(model.params.buffer, f"the weights after step {done:,}")
             if evaluating:  # every rank evaluates its share of the held-out batches; rank 0 writes the result
                 last_eval = evaluate(model, eval_batches, use_nsp, comm)
+                shared_once.sample()  # between steps, the memory of a step is still held: near the peak
                 if comm.is_root:
                     metrics.append({"step": done, "split": "eval", **last_eval, "elapsed": elapsed()})
                     say(_eval_line(done, last_eval))
@@ -394,7 +396,9 @@ def pretrain(settings: PretrainSettings, resume_checkpoint: Path | None = None, 
         bar.close()
 
     # ---- the end: final numbers, plot, summary
-    others_rss = comm.allreduce_sum_(np.array([0.0 if comm.is_root else peak_rss_mb() or 0.0]))[0]
+    shared_once.sample()
+    others_rss, others_pss = comm.allreduce_sum_(np.array([0.0, 0.0] if comm.is_root else
+                                                          [peak_rss_mb() or 0.0, shared_once.mb or 0.0]))
     if not comm.is_root:
         return None
     if last_eval is None:  # (rank 0 alone by now: the whole held-out set)
@@ -415,6 +419,8 @@ def pretrain(settings: PretrainSettings, resume_checkpoint: Path | None = None, 
     summary["peak_rss_mb"] = peak_rss_mb()  # the whole process so far: data preparation, training, plot
     if comm.size > 1 and summary["peak_rss_mb"]:  # every rank's peak added up (shared pages count once per rank)
         summary["peak_rss_mb_all_ranks"] = round(summary["peak_rss_mb"] + float(others_rss), 1)
+    if comm.size > 1 and shared_once.sample() and others_pss > 0:  # the same with shared pages counted once
+        summary["peak_pss_mb_all_ranks"] = round(shared_once.mb + float(others_pss), 1)
     _write_json(run_dir / "summary.json", summary)
     return summary
 

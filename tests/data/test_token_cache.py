@@ -24,6 +24,9 @@ def test_token_ids_are_cached_as_plain_npy_and_reused(tmp_path, monkeypatch):
     assert cached.num_documents == len(corpus.documents)
     assert cached.document(0)[0].tolist() == tok.convert_tokens_to_ids(tok.tokenize(corpus.documents[0][0]))
 
+    # the text is not kept once tokenized (every rank of a run would hold it); its hash, the cache key, is
+    assert first.corpus.documents is None and first.corpus.fingerprint() == corpus.fingerprint()
+
     # the second preparation reuses the trained tokenizer (same vocabulary) and the token ids
     second = prepare_data([str(path)], vocab_size=120, progress=False, log=lambda *a: None)
     assert second.tokenizer.ids_to_tokens == tok.ids_to_tokens
