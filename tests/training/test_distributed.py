@@ -115,6 +115,9 @@ def test_two_ranks_train_like_one_process_with_the_same_global_batch(corpus, tmp
     summary = json.loads((runs / "two" / "summary.json").read_text())
     assert summary["ranks"] == 2 and summary["allreduce_bytes_per_step"] == 4 * sum(w.size for w in wa.values())
     assert summary["peak_rss_mb_all_ranks"] > summary["peak_rss_mb"] > 0  # rank 1's peak added to rank 0's
+    if sys.platform.startswith("linux"):  # the same with the pages both ranks map (libraries, shm) counted once
+        assert 10 < summary["peak_pss_mb_all_ranks"] < summary["peak_rss_mb_all_ranks"]
+        assert "counting the memory they share once" in result.stdout
     assert f"on 2 {'processes' if launcher == 'procs' else 'ranks'} (4 sequences each)" in result.stdout
 
 

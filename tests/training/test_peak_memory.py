@@ -34,3 +34,22 @@ def test_peak_rss_mb_never_decreases():
     if first is None:
         pytest.skip("peak memory cannot be read on this platform")
     assert peak_rss_mb() >= first > 0
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc/self/smaps_rollup is Linux's")
+def test_proportional_mb_counts_pages_this_process_touches():
+    from minibert.training.memory import proportional_mb
+    before = proportional_mb()
+    block = bytearray(50_000_000)  # zero-filled: every page touched, and private (counted whole)
+    after = proportional_mb()
+    del block
+    assert 5 < before < peak_rss_mb() + 1  # megabytes, and never more than the resident size
+    assert after - before == pytest.approx(50, abs=8)
+
+
+def test_proportional_peak_keeps_the_largest_sample(monkeypatch):
+    from minibert.training import memory
+    readings = iter([None, 12.0, 30.0, 20.0, None])
+    monkeypatch.setattr(memory, "proportional_mb", lambda: next(readings))
+    peak = memory.ProportionalPeak()
+    assert [peak.sample() for _ in range(5)] == [None, 12.0, 30.0, 30.0, 30.0]
