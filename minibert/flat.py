@@ -77,6 +77,14 @@ class FlatArrays(dict):
                              f"{self.buffer.shape}, got {buffer.dtype} {buffer.shape}")
         self._move(buffer)
 
+    def use_buffer(self, buffer: np.ndarray):
+        """Make every entry a view of `buffer`, which already holds these arrays' values (e.g. shared memory that
+        another process filled): nothing is copied. Same checks as move_to."""
+        if buffer.shape != self.buffer.shape or buffer.dtype != self.buffer.dtype:
+            raise ValueError(f"FlatArrays.use_buffer: expected a {self.buffer.dtype} buffer of shape "
+                             f"{self.buffer.shape}, got {buffer.dtype} {buffer.shape}")
+        self._attach(buffer)
+
     def _move(self, buffer: np.ndarray, casting: str = "same_kind"):
         values = dict(self)
         self._attach(buffer)

@@ -88,6 +88,9 @@ class LocalCommunicator:
     def keep_in_shared_row(self, arrays) -> None:
         pass
 
+    def share_weights(self, arrays) -> bool:
+        return False
+
     def broadcast(self, value, root: int = 0):
         return value
 
@@ -152,6 +155,11 @@ class MPICommunicator:
 
     def keep_in_shared_row(self, arrays) -> None:
         """(ProcsCommunicator keeps gradients in shared memory; MPI sums from the rank's own buffer.)"""
+
+    def share_weights(self, arrays) -> bool:
+        """(ProcsCommunicator keeps one copy of the weights for all ranks; MPI ranks may be on other machines:
+        each keeps its own, and allgather_ sends the updated parts.)"""
+        return False
 
     def gather_to_root(self, part: np.ndarray, bounds: list[int], row: int = 0) -> np.ndarray | None:
         """Rank 0: the whole array whose columns bounds[r]:bounds[r + 1] rank r holds as `part`; others: None.

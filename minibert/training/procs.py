@@ -221,6 +221,7 @@ class ProcsCommunicator:
         self.workdir = workdir
         self.areas = {}  # (dtype, n) -> (size, n) shared array: a row per rank (each ends holding the sum)
         self.last_use = {}  # (dtype, n) -> the operation that last used that area (see _enter)
+        self.shared_weights = None  # share_weights: the one copy of the weights every rank maps
         self.allreduce_seconds = 0.0
         self.allreduce_calls = 0
 
@@ -311,6 +312,28 @@ class ProcsCommunicator:
         buf = arrays.buffer
         arrays.move_to(np.asarray(self._area(buf.dtype, buf.size)[self.rank]))  # a plain view of the mapping
 
+    def share_weights(self, arrays) -> bool:
+        """Put `arrays` (FlatArrays: the model's weights, the same on every rank) in one shared-memory buffer that
+        every rank maps and reads, instead of a copy per rank: 12 MB less for mini in all at 2 ranks. Each rank
+        then updates its columns in place (training/sharded.py) and `allgather_` of that buffer only waits for
+        every rank to be done: nothing to copy. Raises (on every rank) if the ranks' weights differ. Returns True."""
+        buf = arrays.buffer
+        self.check_identical(buf, "the weights to be shared")
+        path = os.path.join(self.workdir, f"weights-{buf.dtype.name}-{buf.size}")
+        if self.is_root:
+            with open(path, "wb") as f:
+                f.truncate(buf.nbytes)
+        self.barrier()
+        shared = np.asarray(np.memmap(path, dtype=buf.dtype, mode="r+", shape=buf.shape))  # a plain view of it
+        if self.is_root:
+            shared[...] = buf
+        self.barrier()  # rank 0's weights written
+        if self.is_root:
+            os.unlink(path)  # the mappings stay; nothing is left behind if a rank is killed later
+        arrays.use_buffer(shared)
+        self.shared_weights = shared
+        return True
+
     def reduce_scatter_sum_(self, buffer: np.ndarray, bounds: list[int]) -> np.ndarray:
         """Sum `buffer` (1-D) over all ranks, but only this rank's columns bounds[rank]:bounds[rank + 1], which
         end up in `buffer` holding the same bits as `allreduce_sum_` gives there; the rest of `buffer` is left."""
@@ -345,6 +368,10 @@ class ProcsCommunicator:
             return buffer
         t = time.perf_counter()
         area = self._enter(buffer.dtype, buffer.size, "gather")
+        if self.shared_weights is not None and np.may_share_memory(buffer, self.shared_weights):
+            self.barrier()  # one buffer for all ranks (share_weights): every rank's columns are written there
+            self.allreduce_seconds += time.perf_counter() - t
+            return buffer
         lo, hi = bounds[self.rank], bounds[self.rank + 1]
         for r in range(self.size):
             if r != self.rank:

@@ -50,6 +50,7 @@ class ShardedAdamW:
         self.lo, self.hi = self.bounds[comm.rank], self.bounds[comm.rank + 1]
         self.adamw = AdamW(params, grads, shard=slice(self.lo, self.hi), **adamw_options)
         comm.keep_in_shared_row(grads)  # --procs: the gradients live where the sum reads them (training/procs.py)
+        comm.share_weights(params)  # --procs: one copy of the weights for all ranks, each updating its columns
 
     @property
     def t(self) -> int:

@@ -51,9 +51,18 @@ for step in range(1, 6):
         split = ShardedAdamW(split_model.params, split_model.grads, comm, **options)
         split.load_state_dict({k: np.asarray(v, dtype=np.int64 if k == "step" else np.float32)
                                for k, v in state.items()})
-# Under --procs the split model's gradients live in this rank's row of the shared area (no copy per step).
+# Under --procs the split model's gradients live in this rank's row of the shared area (no copy per step), and
+# its weights in one buffer that all ranks map: what the last rank writes there, rank 0 reads.
 kept = any(np.may_share_memory(split_model.grads.buffer, area) for area in getattr(comm, "areas", {}).values())
-np.savez(f"{out}/rank{comm.rank}.npz", whole=whole_model.params.buffer, split=split_model.params.buffer,
-         kept_in_shared_row=np.array(kept),
+weights = split_model.params.buffer.copy()
+comm.barrier()
+if comm.rank == comm.size - 1:
+    split_model.params.buffer[-1] = 12345.0
+comm.barrier()
+seen_by_root = bool(split_model.params.buffer[-1] == 12345.0)  # (rank 0's is the one checked)
+comm.barrier()
+split_model.params.buffer[-1] = weights[-1]
+np.savez(f"{out}/rank{comm.rank}.npz", whole=whole_model.params.buffer, split=weights,
+         kept_in_shared_row=np.array(kept), weights_shared=np.array(seen_by_root),
          moments=np.concatenate([split.adamw.m, split.adamw.v]), bounds=np.array(split.bounds),
          **{k: np.array(v) for k, v in norms.items()})

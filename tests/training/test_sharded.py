@@ -76,6 +76,8 @@ def test_split_step_gives_the_weights_of_the_whole_step_bit_for_bit(tmp_path, la
         assert bool(o["kept_in_shared_row"]) == (launcher == "procs")  # --procs: gradients in shared memory
         lo, hi = o["bounds"][r], o["bounds"][r + 1]
         assert o["moments"].size == 2 * (hi - lo) and hi - lo < o["whole"].size  # its part of the moments only
+    # --procs: one copy of the weights for all ranks (rank 0 saw what the last rank wrote into its own weights)
+    assert bool(outs[0]["weights_shared"]) == (launcher == "procs")
     # The state gathered on rank 0 (a checkpoint) is the whole-buffer optimizer's, name for name.
     gathered, reference = np.load(tmp_path / "state.npz"), np.load(tmp_path / "whole_state.npz")
     assert sorted(gathered.files) == sorted(reference.files)
