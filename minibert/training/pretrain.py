@@ -396,7 +396,8 @@ def pretrain(settings: PretrainSettings, resume_checkpoint: Path | None = None, 
         bar.close()
 
     # ---- the end: final numbers, plot, summary
-    shared_once.sample()
+    shared_once.sample()  # (the last sample: after this sum the other ranks end, and their shared pages would
+    # count whole in rank 0's PSS; the job's peak is while all ranks run)
     others_rss, others_pss = comm.allreduce_sum_(np.array([0.0, 0.0] if comm.is_root else
                                                           [peak_rss_mb() or 0.0, shared_once.mb or 0.0]))
     if not comm.is_root:
@@ -419,7 +420,7 @@ def pretrain(settings: PretrainSettings, resume_checkpoint: Path | None = None, 
     summary["peak_rss_mb"] = peak_rss_mb()  # the whole process so far: data preparation, training, plot
     if comm.size > 1 and summary["peak_rss_mb"]:  # every rank's peak added up (shared pages count once per rank)
         summary["peak_rss_mb_all_ranks"] = round(summary["peak_rss_mb"] + float(others_rss), 1)
-    if comm.size > 1 and shared_once.sample() and others_pss > 0:  # the same with shared pages counted once
+    if comm.size > 1 and shared_once.mb and others_pss > 0:  # all ranks together, shared pages counted once
         summary["peak_pss_mb_all_ranks"] = round(shared_once.mb + float(others_pss), 1)
     _write_json(run_dir / "summary.json", summary)
     return summary
