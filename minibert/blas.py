@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import os
 import threading
 
 _NAMES = [(f"{prefix}openblas_get_num_threads{suffix}", f"{prefix}openblas_set_num_threads{suffix}")
@@ -26,14 +27,16 @@ _active, _before = 0, None  # blocks of one_blas_thread() now running; the count
 def _openblas_functions():
     global _functions
     if _functions is None:
-        import numpy  # noqa: F401  (OpenBLAS is mapped once NumPy is imported)
+        import numpy  # (OpenBLAS is mapped once NumPy is imported)
         _functions = ()
+        # NumPy's own first (numpy/ or numpy.libs/ beside it): SciPy, torch... may map other BLAS libraries.
+        numpy_prefix = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(numpy.__file__))), "numpy")
         try:
             with open("/proc/self/maps") as f:
                 paths = {line.split()[-1] for line in f if "openblas" in line.lower() and "/" in line}
         except OSError:
             paths = set()
-        for path in sorted(paths):
+        for path in sorted(paths, key=lambda p: (not p.startswith(numpy_prefix), p)):
             try:
                 lib = ctypes.CDLL(path)  # already loaded: this only returns a handle to it
             except OSError:

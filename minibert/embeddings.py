@@ -173,7 +173,7 @@ class SentenceEncoder:
             if progress:
                 from tqdm import tqdm
                 done = tqdm(done, total=len(batches), desc="embedding", unit="batch", disable=None)
-            for rows, pooled in zip(batches, done):
+            for pooled, rows in zip(done, batches):  # the batches' generator first: it runs to its end
                 out[rows] = pooled  # written back to the callers' rows
         self.body._cache = None  # the last batch's layer inputs
         return l2_normalize(out) if normalize else out

@@ -15,18 +15,28 @@ order: each batch's numbers come from the same operations on the same thread.
 
 from __future__ import annotations
 
+import os
 from collections import deque
 from itertools import islice
 from concurrent.futures import ThreadPoolExecutor
 
+from minibert._malloc import release_freed_memory
 from minibert.blas import blas_threads, one_blas_thread
 from minibert.layers import threads
 
 
+MAX_DEFAULT_WORKERS = 4  # each batch running at once holds its own activations: more cores, more memory
+
+
 def default_workers() -> int:
     """Batches run at once by default: the layers' thread count (OPENBLAS_NUM_THREADS, else OMP_NUM_THREADS,
-    else every core), so a program that asked BLAS for one thread gets one batch at a time."""
-    return threads.get_num_threads()
+    else every core), so a program that asked BLAS for one thread gets one batch at a time; at most the cores
+    this process may run on, and at most MAX_DEFAULT_WORKERS (every batch in flight holds its activations)."""
+    try:
+        usable = len(os.sched_getaffinity(0))  # a container's or taskset's CPUs, not the host's
+    except (AttributeError, OSError):
+        usable = os.cpu_count() or 1
+    return max(1, min(threads.get_num_threads(), usable, MAX_DEFAULT_WORKERS))
 
 
 def _alone(fn, item):
@@ -47,6 +57,10 @@ def map_batches(fn, items, workers: int | None = None):
     if min(workers, len(items)) > 1 and blas_threads() is not None:
         with one_blas_thread():  # (also while the caller handles a result: its own matmuls then use one thread)
             yield from _map_on_threads(fn, items, min(workers, len(items)))
+        # Each worker thread allocated from its own glibc arena, and under keep_freed_memory() (the CLI) freed
+        # memory stays in the arena that freed it: a fine-tuning evaluation's activations would stay in the
+        # workers' arenas while training goes on in the main one. Hand them back.
+        release_freed_memory()
         return
     for item in items:
         yield fn(item)

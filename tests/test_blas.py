@@ -1,6 +1,7 @@
 """Changing OpenBLAS's thread count while the program runs (minibert/blas.py): read, set to one, restored, also
 when blocks from several threads overlap."""
 
+import os
 import threading
 
 import numpy as np
@@ -59,3 +60,18 @@ def test_overlapping_blocks_restore_only_when_the_last_ends(two_blas_threads):
         assert seen["after first"] == 1  # the other block is still running: not restored yet
         assert blas.blas_threads() == 1
     assert blas.blas_threads() == 2
+
+
+def test_the_library_changed_is_the_one_numpy_uses(two_blas_threads):
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    import numpy
+
+    def numpys():  # threadpoolctl's view of the OpenBLAS that NumPy itself loaded
+        prefix = os.path.dirname(os.path.dirname(os.path.abspath(numpy.__file__)))
+        return [i["num_threads"] for i in threadpoolctl.threadpool_info()
+                if i["internal_api"] == "openblas" and i["filepath"].startswith(os.path.join(prefix, "numpy"))]
+
+    assert numpys() == [2]
+    with blas.one_blas_thread():
+        assert numpys() == [1]
+    assert numpys() == [2]

@@ -1,6 +1,9 @@
 """Batches side by side on threads (minibert/parallel.py): every result, in order; the calls really overlap;
 inside them BLAS and the layers' blocks stay on the calling thread; errors and early stops are handled."""
 
+import os
+import subprocess
+import sys
 import threading
 
 import numpy as np
@@ -82,3 +85,36 @@ def test_a_caller_that_stops_early_leaves_no_threads():
     assert next(results)[0] == 0
     results.close()
     assert not [t for t in threading.enumerate() if t.name.startswith("minibert-batch")]
+
+
+# A child process (keep_freed_memory() as the CLI sets it): RSS before and after a threaded evaluation whose
+# batches allocate ~300 MB of activations in the worker threads' malloc arenas.
+ARENAS = """
+import numpy as np
+from minibert._malloc import keep_freed_memory
+keep_freed_memory()
+from minibert import BertConfig
+from minibert.finetune.train import predict_logits
+from minibert.models.classification import BertForSequenceClassification
+def rss():
+    return [int(line.split()[1]) / 1e3 for line in open("/proc/self/status") if line.startswith("VmRSS")][0]
+config = BertConfig(vocab_size=100, hidden_size=384, num_hidden_layers=2, num_attention_heads=12,
+                    intermediate_size=1536, max_position_embeddings=128)
+model = BertForSequenceClassification(config, num_labels=2)
+rng = np.random.default_rng(0)
+encoded = [(rng.integers(5, 100, size=128), np.zeros(128, dtype=np.int64)) for _ in range(64)]
+before = rss()
+predict_logits(model, encoded, 0, batch_size=32, workers=2)
+print(before, rss())
+"""
+
+
+@needs_openblas
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's arenas, /proc/self/status")
+def test_memory_the_worker_threads_freed_is_handed_back():
+    # Each worker thread allocates from its own glibc arena, which keeps what it frees under keep_freed_memory():
+    # without the hand-back at the end of map_batches the process keeps ~300 MB here after the evaluation.
+    result = subprocess.run([sys.executable, "-c", ARENAS], capture_output=True, text=True, check=True,
+                            env={**os.environ, "OPENBLAS_NUM_THREADS": "2"})
+    before, after = (float(x) for x in result.stdout.split())
+    assert after - before < 60

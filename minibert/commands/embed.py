@@ -24,6 +24,8 @@ def add_arguments(parser):
     parser.add_argument("--out", metavar="FILE.npy",
                         help="save the embeddings as a NumPy .npy array (N, H) instead of printing JSON")
     parser.add_argument("--batch-size", type=int, default=32, help="texts per forward pass (default 32)")
+    parser.add_argument("--workers", type=int, default=None,
+                        help="batches run at once, each on its own thread and core (default: the cores, at most 4; 1 when OPENBLAS_NUM_THREADS=1); each holds its own activations, so memory grows with it")
     parser.add_argument("--max-length", type=int, default=None,
                         help="truncate texts to this many tokens (default: the model's, 256 for MiniLM)")
     parser.add_argument("--no-normalize", dest="normalize", action="store_false",
@@ -55,11 +57,14 @@ def run(args) -> int:
     # Check everything cheap before the model loads.
     if args.batch_size < 1:
         raise ValueError(f"--batch-size must be at least 1, got {args.batch_size}")
+    if args.workers is not None and args.workers < 1:
+        raise ValueError(f"--workers must be at least 1, got {args.workers}")
     if args.out and Path(args.out).suffix != ".npy":
         raise ValueError(f"--out {args.out}: expected a file name ending in .npy")
     texts = read_texts(args)
     encoder = SentenceEncoder.from_pretrained(args.model, max_length=args.max_length, normalize=args.normalize)
-    embeddings = encoder.encode(texts, batch_size=args.batch_size, progress=len(texts) > 4 * args.batch_size)
+    embeddings = encoder.encode(texts, batch_size=args.batch_size, progress=len(texts) > 4 * args.batch_size,
+                                workers=args.workers)
 
     if args.out:
         from minibert.io.atomic import atomic_path

@@ -42,6 +42,8 @@ output: one row per text with the predicted label, its probability (score) and t
     parser.add_argument("--output", metavar="FILE", help="write .csv, .tsv or .jsonl here instead of stdout")
     parser.add_argument("--json", action="store_true", help="stdout as JSON lines instead of a table")
     parser.add_argument("--batch-size", type=int, default=32, help="texts per forward pass (default 32)")
+    parser.add_argument("--workers", type=int, default=None,
+                        help="batches run at once, each on its own thread and core (default: the cores, at most 4; 1 when OPENBLAS_NUM_THREADS=1); each holds its own activations, so memory grows with it")
     parser.add_argument("--max-length", type=int, default=None,
                         help="tokens per text, longer ones truncated (default: 128 or the model's limit)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -122,6 +124,8 @@ def run(args) -> int:
     from minibert.finetune.train import encode_examples, predict_logits, softmax
     from minibert.io.atomic import atomic_write_text
 
+    if args.workers is not None and args.workers < 1:
+        raise ValueError(f"--workers must be at least 1, got {args.workers}")
     task_type = _task_type(args)
     if task_type == "qa":
         from minibert.commands.predict_qa import run_answer
@@ -166,7 +170,8 @@ def run(args) -> int:
     # ---- predict
     encoded = encode_examples(tokenizer, examples, max_length, progress=not args.no_progress)
     logits = predict_logits(model, encoded, tokenizer.pad_token_id, args.batch_size,
-                            progress=not args.no_progress and len(encoded) > args.batch_size, desc="predicting")
+                            progress=not args.no_progress and len(encoded) > args.batch_size, desc="predicting",
+                            workers=args.workers)
     probs = softmax(logits.astype("float64"))  # (N, C)
     records = _records(examples, label_names, probs, examples.labels)
 

@@ -37,7 +37,7 @@ def run_answer(args) -> int:
     windows = windows_of(tokenizer, args.question, context, max_length, stride,
                          where="--question")
     results, _ = answer_questions(model, [example], windows, tokenizer.pad_token_id, args.max_answer_length,
-                                  k=args.top_k)
+                                  k=args.top_k, workers=args.workers)
     answers, null_score = results[0]["answers"], results[0]["null_score"]
     # A model fine-tuned on SQuAD 2.0 says "no answer" by scoring [CLS] above every span.
     no_answer = not answers or null_score > answers[0]["score"]

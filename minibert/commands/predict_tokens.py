@@ -18,7 +18,7 @@ def run_tag(args, checkpoint, tokenizer_dir, texts: list[str]) -> int:
     max_length = checked_max_length(args, model, default=512, minimum=3)
     tokenizer = load_tokenizer(tokenizer_dir)
     records = tag_texts(model, tokenizer, texts, max_length, args.batch_size,
-                        progress=not args.no_progress and len(texts) > args.batch_size)
+                        progress=not args.no_progress and len(texts) > args.batch_size, workers=args.workers)
     if args.output:
         atomic_write_text(args.output, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
         print(f"wrote {len(records)} tagged texts to {args.output}", file=sys.stderr)

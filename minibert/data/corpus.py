@@ -41,6 +41,9 @@ class Corpus:
 
     @property
     def num_words(self) -> int:
+        if self.documents is None:
+            raise RuntimeError(f"corpus {self.name}: its text was dropped after tokenization (prepare_data); count "
+                               f"its words before")
         return sum(len(s.split()) for doc in self.documents for s in doc)
 
     def fingerprint(self) -> str:

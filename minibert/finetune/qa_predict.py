@@ -27,14 +27,14 @@ def best_spans(start_logits, end_logits, offsets, max_answer_length: int, k: int
 
 
 def answer_questions(model, examples, windows, pad_id, max_answer_length=30, allow_null=False, k=1,
-                     batch_size=64, progress=False, desc="answering"):
+                     batch_size=64, progress=False, desc="answering", workers: int | None = None):
     """Per example: {"answers": [{"text", "start", "end", "score"}] (k best, best first), "null_score", "text"
     (the prediction: "" for no answer when allowed and better)}, and the mean loss of windows with positions."""
     encoded = [(w.input_ids, w.token_type_ids) for w in windows]
     candidates = [[] for _ in examples]
     null = [np.inf for _ in examples]
     loss_sum = 0.0
-    for chosen, out in forward_in_batches(model, encoded, pad_id, batch_size, progress, desc):
+    for chosen, out in forward_in_batches(model, encoded, pad_id, batch_size, progress, desc, workers):
         for row, i in enumerate(chosen):
             w = windows[i]
             T = len(w.input_ids)

@@ -28,7 +28,8 @@ def _words_of(encoding) -> tuple[list[tuple[int, int]], list[int]]:
     return spans, first
 
 
-def tag_texts(model, tokenizer, texts: list[str], max_length: int, batch_size: int = 32, progress=False) -> list:
+def tag_texts(model, tokenizer, texts: list[str], max_length: int, batch_size: int = 32, progress=False,
+              workers: int | None = None) -> list:
     """One record per text: {"text", "words": [{"word", "tag", "score", "start", "end"}], "entities": [...]}."""
     encodings = [tokenizer.encode(t, truncation=True, max_length=max_length, return_offsets_mapping=True)
                  for t in texts]
@@ -36,7 +37,8 @@ def tag_texts(model, tokenizer, texts: list[str], max_length: int, batch_size: i
     data = EncodedSentences(
         [(np.asarray(e.input_ids, dtype=np.int64), np.asarray(e.token_type_ids, dtype=np.int64)) for e in encodings],
         None, [np.asarray(first, dtype=np.int64) for _, first in words], 0)
-    tags, scores, _ = predict_word_tags(model, data, tokenizer.pad_token_id, batch_size, progress, "tagging")
+    tags, scores, _ = predict_word_tags(model, data, tokenizer.pad_token_id, batch_size, progress, "tagging",
+                                         workers)
     records = []
     for text, (spans, _), sentence_tags, sentence_scores in zip(texts, words, tags, scores):
         entities = []

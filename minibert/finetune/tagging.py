@@ -70,12 +70,12 @@ def padded_labels(labels: list, chosen, T: int) -> np.ndarray:
 
 
 def predict_word_tags(model, data: EncodedSentences, pad_id: int, batch_size: int = 64, progress=False,
-                      desc="evaluating"):
+                      desc="evaluating", workers: int | None = None):
     """(tags per sentence (one per word), word scores (softmax probability of the tag), mean loss or None)."""
     id2label = model.id2label
     tags, scores = [None] * len(data.encoded), [None] * len(data.encoded)
     loss_sum, loss_count = 0.0, 0
-    for chosen, out in forward_in_batches(model, data.encoded, pad_id, batch_size, progress, desc):
+    for chosen, out in forward_in_batches(model, data.encoded, pad_id, batch_size, progress, desc, workers):
         logits = out.logits.astype(np.float64)  # (B, T, C)
         log_probs = logits - logits.max(-1, keepdims=True)
         log_probs -= np.log(np.exp(log_probs).sum(-1, keepdims=True))  # (B, T, C)

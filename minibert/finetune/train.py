@@ -94,8 +94,9 @@ def forward_in_batches(model, encoded: list, pad_id: int, batch_size: int = 64, 
     batches = [order[start:start + batch_size] for start in range(0, len(order), batch_size)]
     with forward_only(model):  # eval mode; no backward follows, so the layers keep no activations
         outputs = map_batches(lambda chosen: model.forward(*collate(encoded, chosen, pad_id)), batches, workers)
-        yield from zip(batches, tqdm(outputs, total=len(batches), desc=desc, unit="batch", disable=not progress,
-                                     leave=False))
+        outputs = tqdm(outputs, total=len(batches), desc=desc, unit="batch", disable=not progress, leave=False)
+        for out, chosen in zip(outputs, batches):  # the outputs' generator first: it runs to its end
+            yield chosen, out
     model.bert._cache = None  # free the last batch's layer inputs too
 
 

@@ -206,16 +206,17 @@ def pretrain(settings: PretrainSettings, resume_checkpoint: Path | None = None, 
                          f"type_vocab_size {config.type_vocab_size} (RoBERTa's one token type); use --objective mlm")
     model.train()
     model.set_recompute(settings.recompute)
+    masker, eval_batches, top_token, baseline_acc = recipe_parts(settings, model, data, seq_len,
+                                                                 fresh=not resume_checkpoint)
     adamw_options = dict(lr=settings.lr, betas=settings.betas, eps=settings.eps, weight_decay=settings.weight_decay)
     if comm.size > 1:  # each rank updates 1/N of the weights and keeps 1/N of the moments (training/sharded.py)
         if not (model.params.intact() and model.grads.intact()):
             raise RuntimeError("data-parallel training needs the model's weights and gradients in flat buffers "
                                "(minibert/flat.py): an entry was replaced")
+        # (after recipe_parts, which sets the output bias: under --procs the weights are shared from here on)
         optimizer = ShardedAdamW(model.params, model.grads, comm, **adamw_options)
     else:
         optimizer = AdamW(model.params, model.grads, **adamw_options)
-    masker, eval_batches, top_token, baseline_acc = recipe_parts(settings, model, data, seq_len,
-                                                                 fresh=not resume_checkpoint)
     stream = training_stream(settings, data, seq_len)
 
     # ---- where we start, how long we go
@@ -358,7 +359,8 @@ def pretrain(settings: PretrainSettings, resume_checkpoint: Path | None = None, 
             over_budget = sums[STEP_SUMS.index("over_budget")] > 0 and done < plan.total_steps
             evaluating = done % plan.eval_every == 0 or done == plan.total_steps
             saving = done % plan.save_every == 0 or done == plan.total_steps or over_budget
-            if evaluating or saving:  # several ranks: the weights must still be the same everywhere
+            if evaluating or saving:  # several ranks: the weights must still be the same everywhere (under --procs
+                # one shared buffer, so this holds by construction; MPI ranks keep their own copies)
                 comm.check_identical(model.params.buffer, f"the weights after step {done:,}")
             if evaluating:  # every rank evaluates its share of the held-out batches; rank 0 writes the result
                 last_eval = evaluate(model, eval_batches, use_nsp, comm)

@@ -43,6 +43,9 @@ def test_embed_file_to_npy_one_row_per_line(model_dir, encoder, tmp_path, capsys
     assert "wrote 5 embeddings of dimension 16" in capsys.readouterr().err
     saved = np.load(out, allow_pickle=False)
     np.testing.assert_allclose(saved, encoder.encode(lines, normalize=False), atol=1e-6)
+    assert main(["embed", "--model", str(model_dir), "--input", str(tmp_path / "in.txt"), "--out", str(out),
+                 "--batch-size", "2", "--no-normalize", "--workers", "2"]) == 0  # 3 batches, 2 at a time
+    np.testing.assert_array_equal(np.load(out, allow_pickle=False), saved)
     assert not np.allclose(np.linalg.norm(saved, axis=1), 1.0)  # --no-normalize kept the raw means
     assert sorted(p.name for p in tmp_path.iterdir()) == ["emb.npy", "in.txt"]  # no temp file left
 
@@ -59,6 +62,8 @@ def test_similarity(model_dir, encoder, capsys):
     (["embed", "--model", "{dir}", "--input", "{dir}/missing.txt"], "no such input file"),
     (["embed", "--model", "{dir}", "--input", "{dir}/config.json", "hi"], "not both"),
     (["embed", "--model", "{dir}", "--batch-size", "0", "hi"], "--batch-size must be at least 1"),
+    (["embed", "--model", "{dir}", "--workers", "0", "hi"], "--workers must be at least 1"),
+    (["predict", "--model", "{dir}", "--workers", "0", "hi"], "--workers must be at least 1"),
     (["embed", "--model", "{dir}/nowhere", "hi"], "no such model folder"),
     (["similarity", "--model", "{dir}/nowhere", "a", "b"], "no such model folder"),
 ])
