@@ -146,7 +146,8 @@ class SentenceEncoder:
         """Embeddings of `texts` (a string or a list of strings) as a (N, H) float array in input order.
 
         workers: batches run at once, each on its own thread and core (minibert/parallel.py); default: the
-        layers' thread count (OPENBLAS_NUM_THREADS, else every core). The numbers are the same either way."""
+        layers' thread count (OPENBLAS_NUM_THREADS, else every core), at most the usable cores and 4. Each batch in
+        flight holds its own activations. The numbers are the same either way."""
         if isinstance(texts, str):
             texts = [texts]
         texts = list(texts)

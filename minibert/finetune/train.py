@@ -86,7 +86,7 @@ def forward_in_batches(model, encoded: list, pad_id: int, batch_size: int = 64, 
                        desc: str = "evaluating", workers: int | None = None):
     """Yield (example indices, model output) over all examples in eval mode (no dropout), in batches of similar
     length (little padding). Any head: the caller reads the outputs it needs. Up to `workers` batches run at
-    once, each on its own thread (minibert/parallel.py; default: the layers' thread count), with the same
+    once, each on its own thread (minibert/parallel.py; default: parallel.default_workers()), with the same
     numbers as one at a time."""
     from tqdm import tqdm
 

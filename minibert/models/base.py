@@ -120,7 +120,8 @@ class Model:
 @contextlib.contextmanager
 def forward_only(model):
     """Eval mode and recompute on for forwards that no backward follows: the layers keep only their inputs, not
-    their activations (the numbers are the same; an evaluation batch adds nothing to the training's peak).
+    their activations (the numbers are the same; one evaluation batch needs only one layer's activations at a
+    time, below a training step's; with several batches at once, minibert/parallel.py, each needs its own).
     The model's mode and recompute setting are restored afterwards, also when an exception is raised."""
     was_training, was_recompute = model.training, getattr(model, "recompute", None)
     can_recompute = hasattr(model, "set_recompute")  # (a stand-in model in a test may have no encoder)
