@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from pathlib import Path
 
@@ -153,6 +154,9 @@ def start_or_resume(args, given: dict, settings_class, train, report) -> int:
         if n > 1:  # start ranks 1..n-1 of this same command, then become rank 0 (does not return)
             procs.become_rank0([sys.executable, "-m", "minibert", *args.argv], n)
     comm = communicator()  # several processes under --procs N, mpiexec or srun
+    # SIGTERM (a scheduler's time limit, `kill`) ends the run as Ctrl-C does: every rank stops, the shared folder
+    # of --procs is removed, and rank 0 says where the latest checkpoint is and how to resume (status 130).
+    signal.signal(signal.SIGTERM, _interrupt)
     try:
         with comm.abort_on_error(command):  # one rank failing ends them all: none waits forever
             settings, checkpoint, run_dir = resolved or _settings(args, given, settings_class)
@@ -167,6 +171,10 @@ def start_or_resume(args, given: dict, settings_class, train, report) -> int:
     except SystemExit as e:  # a rank stopped (abort_on_error said why)
         return comm.finish(e.code if isinstance(e.code, int) else 0 if e.code is None else 1)
     return comm.finish(0)  # --procs: rank 0 waits for the other ranks
+
+
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt
 
 
 def _settings(args, given: dict, settings_class):

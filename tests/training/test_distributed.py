@@ -7,7 +7,10 @@ what happens without MPI always run.
 
 import json
 import os
+import signal
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -257,3 +260,37 @@ def test_rank_share_takes_disjoint_rows_and_drops_unneeded_padding():
     assert [p["input_ids"].shape for p in parts] == [(2, 4), (2, 6), (2, 2)]
     assert np.array_equal(parts[1]["input_ids"], batch["input_ids"][[1, 4], :6])
     assert rank_share(batch, 0, 1) is batch
+
+
+def test_sigterm_ends_every_rank_as_ctrl_c_does(corpus, tmp_path):
+    # What a scheduler's time limit sends to every process of the job: each rank stops as on Ctrl-C, rank 0 says
+    # how to resume and removes the shared folder, and no process is left.
+    runs = tmp_path / "runs"
+    args = cli_args(str(corpus), str(runs), "term", config="tiny", seq_len=32, batch_size=8, steps=100000,
+                    eval_every=100000, save_every=5, procs=2)
+    env = {k: v for k, v in mpi_env().items() if k not in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")}
+    job = subprocess.Popen([sys.executable, *map(str, args)], env=env, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True, start_new_session=True)
+    deadline = time.monotonic() + TIMEOUT
+    while latest_checkpoint(runs / "term") is None:  # training is under way on both ranks
+        assert time.monotonic() < deadline and job.poll() is None, job.stderr.read() if job.poll() else "no start"
+        time.sleep(0.1)
+    # This job's shared folder (other tests' jobs may have theirs): rank 0 is the starting process, exec'd with it
+    # in its environment.
+    environ = Path(f"/proc/{job.pid}/environ")
+    shared = dict(v.split("=", 1) for v in environ.read_text().split("\0") if "=" in v).get(
+        "MINIBERT_PROCS_DIR") if environ.exists() else None
+    assert Path(shared).is_dir() if shared else not sys.platform.startswith("linux")
+    os.killpg(job.pid, signal.SIGTERM)
+    try:
+        out, err = job.communicate(timeout=TIMEOUT)
+    except subprocess.TimeoutExpired:
+        os.killpg(job.pid, signal.SIGKILL)
+        raise
+    assert job.returncode == 130, err
+    assert "the latest checkpoint is" in out + err and f"--resume {runs / 'term'}" in out + err
+    assert err.strip().splitlines()[-1] == "minibert pretrain: interrupted"
+    if shared is not None:
+        assert not Path(shared).exists()  # the shared folder is gone
+    with pytest.raises(ProcessLookupError):
+        os.killpg(job.pid, 0)  # no process of the job is left
