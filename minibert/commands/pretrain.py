@@ -156,21 +156,24 @@ def start_or_resume(args, given: dict, settings_class, train, report) -> int:
     comm = communicator()  # several processes under --procs N, mpiexec or srun
     # SIGTERM (a scheduler's time limit, `kill`) ends the run as Ctrl-C does: every rank stops, the shared folder
     # of --procs is removed, and rank 0 says where the latest checkpoint is and how to resume (status 130).
-    signal.signal(signal.SIGTERM, _interrupt)
+    previous = signal.signal(signal.SIGTERM, _interrupt)  # (put back at the end: a test may call this in-process)
     try:
-        with comm.abort_on_error(command):  # one rank failing ends them all: none waits forever
-            settings, checkpoint, run_dir = resolved or _settings(args, given, settings_class)
-            try:
-                summary = train(settings, resume_checkpoint=checkpoint, run_dir=run_dir, comm=comm)
-            except TrainingStopped as e:  # raised by every rank at the same step (decided on summed numbers)
+        try:
+            with comm.abort_on_error(command):  # one rank failing ends them all: none waits forever
+                settings, checkpoint, run_dir = resolved or _settings(args, given, settings_class)
+                try:
+                    summary = train(settings, resume_checkpoint=checkpoint, run_dir=run_dir, comm=comm)
+                except TrainingStopped as e:  # raised by every rank at the same step (decided on summed numbers)
+                    if comm.is_root:
+                        print(f"{command}: {e}", file=sys.stderr)
+                    return comm.finish(1)
                 if comm.is_root:
-                    print(f"{command}: {e}", file=sys.stderr)
-                return comm.finish(1)
-            if comm.is_root:
-                report(summary, settings)
-    except SystemExit as e:  # a rank stopped (abort_on_error said why)
-        return comm.finish(e.code if isinstance(e.code, int) else 0 if e.code is None else 1)
-    return comm.finish(0)  # --procs: rank 0 waits for the other ranks
+                    report(summary, settings)
+        except SystemExit as e:  # a rank stopped (abort_on_error said why)
+            return comm.finish(e.code if isinstance(e.code, int) else 0 if e.code is None else 1)
+        return comm.finish(0)  # --procs: rank 0 waits for the other ranks
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _interrupt(signum, frame):

@@ -294,3 +294,11 @@ def test_sigterm_ends_every_rank_as_ctrl_c_does(corpus, tmp_path):
         assert not Path(shared).exists()  # the shared folder is gone
     with pytest.raises(ProcessLookupError):
         os.killpg(job.pid, 0)  # no process of the job is left
+
+
+def test_an_in_process_run_puts_the_sigterm_handler_back(corpus, tmp_path):
+    before = signal.getsignal(signal.SIGTERM)
+    args = cli_args(str(corpus), str(tmp_path / "runs"), "inproc", config="tiny", seq_len=32, batch_size=8, steps=2,
+                    eval_every=2, save_every=2, procs=1)
+    assert main([str(a) for a in args[2:]]) == 0  # (without "-m minibert")
+    assert signal.getsignal(signal.SIGTERM) is before
