@@ -91,6 +91,9 @@ class LocalCommunicator:
     def share_weights(self, arrays) -> bool:
         return False
 
+    def patient(self):
+        return contextlib.nullcontext()
+
     def broadcast(self, value, root: int = 0):
         return value
 
@@ -160,6 +163,10 @@ class MPICommunicator:
         """(ProcsCommunicator keeps one copy of the weights for all ranks; MPI ranks may be on other machines:
         each keeps its own, and allgather_ sends the updated parts.)"""
         return False
+
+    def patient(self):
+        """(Only ProcsCommunicator limits how long a rank waits for another; MPI waits as long as it takes.)"""
+        return contextlib.nullcontext()
 
     def gather_to_root(self, part: np.ndarray, bounds: list[int], row: int = 0) -> np.ndarray | None:
         """Rank 0: the whole array whose columns bounds[r]:bounds[r + 1] rank r holds as `part`; others: None.

@@ -169,7 +169,8 @@ def pretrain(settings: PretrainSettings, resume_checkpoint: Path | None = None, 
     # ---- data: corpus -> tokenizer -> token ids (all cached; rank 0 first, the other ranks then read its cache)
     tokenizer_dir = str(resume_checkpoint) if resume_checkpoint else settings.tokenizer
     if not comm.is_root:
-        comm.barrier()
+        with comm.patient():  # (training a tokenizer on a large corpus may take rank 0 hours)
+            comm.barrier()
     data = prepare_data(settings.corpus, settings.text_field, tokenizer_dir, settings.vocab_size,
                         settings.eval_fraction, progress=progress, log=log)
     if comm.is_root:

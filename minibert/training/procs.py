@@ -23,7 +23,11 @@ batch, each rank its rows, one gradient sum per step) through `ProcsCommunicator
   the sums of its own columns (`reduce_scatter_sum_`), updates its part of the weights with them
   (training/sharded.py) and writes that part into the other ranks' rows, whence they copy it (`allgather_`).
 - A rank that dies closes its sockets: the others notice at the next message and stop with one line, and the
-  launcher ends what is left. Nothing waits forever for a dead rank (a rank that hangs alive is not detected).
+  launcher ends what is left. Nothing waits forever for a dead rank. A rank that hangs alive is noticed by the
+  one waiting for it after RANK_TIMEOUT seconds without a message (MINIBERT_RANK_TIMEOUT; 30 minutes by default,
+  far above any wait of a training step, an evaluation or a checkpoint; the wait while rank 0 prepares the
+  data has no limit): that rank stops with one line naming the silent one, and the job ends. A job suspended
+  (Ctrl-Z) for longer than the limit counts as hung when it resumes.
 """
 
 from __future__ import annotations
@@ -46,13 +50,20 @@ ENV_RANK, ENV_SIZE, ENV_FDS, ENV_DIR = "MINIBERT_PROCS_RANK", "MINIBERT_PROCS_SI
     "MINIBERT_PROCS_DIR"
 ENV_CHILDREN = "MINIBERT_PROCS_CHILDREN"  # rank 0 made by become_rank0: the process ids of the other ranks
 ENV_SIGINT = "MINIBERT_PROCS_SIGINT"  # rank 0 made by become_rank0: "on" when Ctrl-C is to be turned back on
+ENV_RANK0_PID = "MINIBERT_PROCS_RANK0_PID"  # ranks started by become_rank0: rank 0's process id (their parent's)
 THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 AUTO_PROCS = 2  # measured to win on 2 cores; more processes mean smaller matmuls per process (not measured)
 GRACE_SECONDS = 5.0  # after one rank fails, how long the others get to notice and stop by themselves
+ENV_TIMEOUT = "MINIBERT_RANK_TIMEOUT"
+RANK_TIMEOUT = 1800.0  # seconds without a word from a rank before it counts as hung (MINIBERT_RANK_TIMEOUT)
 
 
 class PeerLost(RuntimeError):
     """Another rank stopped (it printed why): this rank cannot go on alone."""
+
+
+class RankTimeout(RuntimeError):
+    """Another rank sent nothing for the time limit while this one waited for it: hung, or stopped by hand."""
 
 
 def usable_cores() -> int:
@@ -133,8 +144,8 @@ def become_rank0(command: list[str], size: int, threads: int | None = None):
     try:
         for rank in range(1, size):
             fd = pairs[rank - 1][1].fileno()
-            children.append(subprocess.Popen(command, env=_rank_environment(rank, size, workdir, [fd], threads),
-                                             pass_fds=[fd]))
+            env = {**_rank_environment(rank, size, workdir, [fd], threads), ENV_RANK0_PID: str(os.getpid())}
+            children.append(subprocess.Popen(command, env=env, pass_fds=[fd]))
         for a, b in pairs:
             b.close()  # only rank r holds its end now: rank r's exit is seen as end-of-file
             os.set_inheritable(a.fileno(), True)
@@ -178,8 +189,10 @@ def _rank_environment(rank: int, size: int, workdir: str, fds: list[int], thread
 
 def _wait(procs: list[subprocess.Popen]) -> int:
     """Wait for every rank. When one fails, the others get GRACE_SECONDS to stop by themselves (they see its
-    sockets close), then are terminated. Ctrl-C reaches every rank directly (same process group): wait for them."""
-    failed_at, interrupted, terminated = None, False, False
+    sockets close), then are terminated (and killed after GRACE_SECONDS more: a rank that hangs may not heed
+    SIGTERM). Ctrl-C reaches every rank directly (same process group): wait for them. The status: the first
+    rank in rank order that failed by itself (a rank ended by a signal counts as 128 + its number)."""
+    failed_at, interrupted, stopped = None, False, set()  # stopped: the ranks this launcher ended
     while True:
         try:
             codes = [p.poll() for p in procs]
@@ -187,21 +200,34 @@ def _wait(procs: list[subprocess.Popen]) -> int:
                 break
             if failed_at is None and any(c not in (None, 0) for c in codes):
                 failed_at = time.monotonic()
-            if failed_at is not None and not terminated and time.monotonic() - failed_at > GRACE_SECONDS:
-                for p in procs:
+            if failed_at is not None and time.monotonic() - failed_at > GRACE_SECONDS * (1 + bool(stopped)):
+                for i, p in enumerate(procs):
                     if p.poll() is None:
-                        p.terminate()
-                terminated = True
+                        p.kill() if i in stopped else p.terminate()
+                        stopped.add(i)
+                failed_at = time.monotonic() - GRACE_SECONDS  # the next step, if needed, GRACE_SECONDS later
             time.sleep(0.05)
         except KeyboardInterrupt:
             if interrupted:  # a second Ctrl-C: do not wait any longer
                 for p in procs:
                     p.kill()
             interrupted = True
-    codes = [p.returncode for p in procs]
+    codes = [128 - c if c < 0 else c for c in (p.returncode for p in procs)]
     if interrupted and codes[0] == 0:
         return 130
-    return codes[0] if codes[0] != 0 else next((c for c in codes if c != 0), 0)
+    own = [c for i, c in enumerate(codes) if c != 0 and i not in stopped]
+    return own[0] if own else next((c for c in codes if c != 0), 0)
+
+
+def _timeout_from_environment() -> float:
+    value = os.environ.get(ENV_TIMEOUT, "")
+    try:
+        seconds = float(value) if value else RANK_TIMEOUT
+    except ValueError:
+        raise ValueError(f"{ENV_TIMEOUT}={value!r}: expected a number of seconds") from None
+    if not seconds > 0:
+        raise ValueError(f"{ENV_TIMEOUT}={value!r}: expected a number of seconds above 0")
+    return seconds
 
 
 # ---------------------------------------------------------------------------------------------------- ranks
@@ -213,15 +239,19 @@ class ProcsCommunicator:
     ranks_are = "processes"  # what the log calls them: the user started one command, not N ranks
 
     def __init__(self, rank: int, size: int, sockets: list[socket.socket], workdir: str,
-                 children: list[int] | None = None):
+                 children: list[int] | None = None, rank0_pid: int | None = None):
         self.rank, self.size, self.is_root = rank, size, rank == 0
         self.children = children or []  # rank 0 made by become_rank0: the other ranks' process ids (to wait for)
+        self.rank0_pid = rank0_pid  # the other ranks of become_rank0: rank 0's (to end it if it hangs)
         self.peer_lost = False  # this rank stopped because another one had
         self.sockets = sockets  # rank 0: one per other rank (rank r at index r - 1); others: one, to rank 0
         self.workdir = workdir
         self.areas = {}  # (dtype, n) -> (size, n) shared array: a row per rank (each ends holding the sum)
         self.last_use = {}  # (dtype, n) -> the operation that last used that area (see _enter)
         self.shared_weights = None  # share_weights: the one copy of the weights every rank maps
+        self.timeout = _timeout_from_environment()
+        for sock in sockets:
+            sock.settimeout(self.timeout)
         self.allreduce_seconds = 0.0
         self.allreduce_calls = 0
 
@@ -233,11 +263,12 @@ class ProcsCommunicator:
         rank, size, workdir = int(env.pop(ENV_RANK)), int(env.pop(ENV_SIZE)), env.pop(ENV_DIR)
         fds = [int(f) for f in env.pop(ENV_FDS).split(",") if f]
         children = [int(p) for p in env.pop(ENV_CHILDREN, "").split(",") if p]
+        rank0_pid = int(env.pop(ENV_RANK0_PID, "0")) or None
         if env.pop(ENV_SIGINT, None) == "on":  # ignored across become_rank0's exec: Ctrl-C works again from here
             signal.signal(signal.SIGINT, signal.default_int_handler)
         for fd in fds:
             os.set_inheritable(fd, False)  # a command this rank starts must not hold its sockets open
-        return cls(rank, size, [socket.socket(fileno=fd) for fd in fds], workdir, children)
+        return cls(rank, size, [socket.socket(fileno=fd) for fd in fds], workdir, children, rank0_pid)
 
     # ---- messages: 8-byte length, then the bytes
     def _send(self, sock: socket.socket, data: bytes, peer: int) -> None:
@@ -253,6 +284,9 @@ class ProcsCommunicator:
             while got < n:
                 try:
                     k = sock.recv_into(view[got:])
+                except TimeoutError:  # (a subclass of OSError)
+                    raise RankTimeout(f"rank {peer} of {self.size} sent nothing for {sock.gettimeout():g} s: it "
+                                      f"seems to hang (set {ENV_TIMEOUT} to wait longer)") from None
                 except OSError:
                     k = 0
                 if k == 0:
@@ -273,6 +307,18 @@ class ProcsCommunicator:
         return result
 
     # ---- the communicator interface
+    @contextlib.contextmanager
+    def patient(self):
+        """No time limit on the waits inside the block: for the one wait that may legitimately take hours (the
+        other ranks waiting while rank 0 trains a tokenizer on a large corpus)."""
+        for sock in self.sockets:
+            sock.settimeout(None)
+        try:
+            yield
+        finally:
+            for sock in self.sockets:
+                sock.settimeout(self.timeout)
+
     def barrier(self) -> None:
         self._exchange(b"", lambda parts: b"")
 
@@ -459,11 +505,12 @@ class ProcsCommunicator:
                         if done:
                             exit_code = os.waitstatus_to_exitcode(status)
                             codes[pid] = 128 - exit_code if exit_code < 0 else exit_code
-                if code and not terminated and time.monotonic() > deadline:
-                    for pid in set(self.children) - set(codes):
+                if code and terminated != "killed" and time.monotonic() > deadline:
+                    for pid in set(self.children) - set(codes):  # SIGTERM, then SIGKILL for a rank that hangs
                         with contextlib.suppress(ProcessLookupError):
-                            os.kill(pid, signal.SIGTERM)
-                    terminated = True
+                            os.kill(pid, signal.SIGKILL if terminated else signal.SIGTERM)
+                    terminated = "killed" if terminated else True
+                    deadline = time.monotonic() + GRACE_SECONDS
                 time.sleep(0.02)
         finally:
             shutil.rmtree(self.workdir, ignore_errors=True)
@@ -495,7 +542,23 @@ class ProcsCommunicator:
         except BaseException as e:  # noqa: BLE001 - every error must stop the job
             if isinstance(e, SystemExit) and not e.code:
                 raise
-            self.abort(report_rank_error(e, prefix, self.rank, self.size))
+            code = report_rank_error(e, prefix, self.rank, self.size)
+            if isinstance(e, RankTimeout) and self.rank0_pid:  # rank 0 hangs: nobody else would end it
+                self._end_rank0()
+            self.abort(code)
+
+    def _end_rank0(self) -> None:
+        """SIGTERM to a hung rank 0 (made by become_rank0: this rank's parent), SIGKILL if it is still there
+        after GRACE_SECONDS, then remove the shared folder in its place."""
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.rank0_pid, sig)
+            deadline = time.monotonic() + GRACE_SECONDS
+            while time.monotonic() < deadline and os.getppid() == self.rank0_pid:  # re-parented once it ends
+                time.sleep(0.05)
+            if os.getppid() != self.rank0_pid:
+                break
+        shutil.rmtree(self.workdir, ignore_errors=True)
 
 
 # ---------------------------------------------------------------------------------------------------- CLI

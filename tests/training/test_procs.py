@@ -4,6 +4,7 @@ Whole training runs on ranks it starts are in test_distributed.py (beside the sa
 how many processes `--procs` picks, the collectives on 3 ranks, and how the launcher ends a job.
 """
 
+import contextlib
 import json
 import os
 import signal
@@ -210,3 +211,61 @@ def test_ctrl_c_ends_the_job_with_one_line_and_status_130(tmp_path):
     code, _, err = finish(job)
     assert code == 130
     assert err.strip().splitlines() == ["job: interrupted"]
+
+
+HANGING = """
+import sys, time
+from minibert.training.distributed import communicator
+comm = communicator()
+with comm.abort_on_error("job"):
+    comm.barrier()
+    if comm.rank == int(sys.argv[1]):
+        time.sleep(600)  # alive, but never answers again
+    comm.barrier()
+"""
+
+
+@pytest.mark.parametrize("hung", [1, 0])
+def test_a_rank_that_hangs_alive_ends_the_job_with_one_line(tmp_path, monkeypatch, hung):
+    monkeypatch.setenv(procs.ENV_TIMEOUT, "1.5")
+    script = tmp_path / "hanging.py"
+    script.write_text(HANGING)
+    t = time.monotonic()
+    code, _, err = finish(run_ranks(2, script, hung, new_session=True))
+    waiter = 1 - hung
+    assert code == 2 and time.monotonic() - t < 2 * procs.GRACE_SECONDS + 30  # not the test's time-out
+    assert err.strip().splitlines() == [f"job (rank {waiter} of 2): error: rank {hung} of 2 sent nothing for 1.5 s: "
+                                        f"it seems to hang (set MINIBERT_RANK_TIMEOUT to wait longer); ending all "
+                                        f"ranks"]
+
+
+def test_a_bad_time_limit_is_refused(monkeypatch):
+    monkeypatch.setenv(procs.ENV_TIMEOUT, "soon")
+    with pytest.raises(ValueError, match="MINIBERT_RANK_TIMEOUT='soon': expected a number of seconds"):
+        procs._timeout_from_environment()
+
+
+def test_a_hung_rank_0_is_ended_by_the_rank_that_waits_for_it(tmp_path, monkeypatch):
+    # Under become_rank0 (what `minibert pretrain --procs N` does) rank 0 is the other ranks' parent, and no
+    # launcher is left to end it: the rank that times out on it ends it and removes the shared folder.
+    monkeypatch.setenv(procs.ENV_TIMEOUT, "1.5")
+    script = tmp_path / "hanging.py"
+    script.write_text(HANGING)
+    start = (f"import sys; from minibert.training.procs import become_rank0; "
+             f"become_rank0([sys.executable, {str(script)!r}, '0'], 2, threads=1)")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    job = subprocess.Popen([sys.executable, "-c", start], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True, start_new_session=True)
+    shared, deadline = None, time.monotonic() + TIMEOUT
+    while shared is None and job.poll() is None and time.monotonic() < deadline:  # rank 0's, once it is exec'd
+        with contextlib.suppress(OSError):
+            values = Path(f"/proc/{job.pid}/environ").read_bytes().split(b"\0")
+            shared = next((v.split(b"=", 1)[1].decode() for v in values if v.startswith(b"MINIBERT_PROCS_DIR=")),
+                          None)
+        time.sleep(0.02)
+    t = time.monotonic()
+    code, _, err = finish(job)
+    assert code == -signal.SIGTERM and time.monotonic() - t < 2 * procs.GRACE_SECONDS + 30
+    assert err.strip().splitlines() == ["job (rank 1 of 2): error: rank 0 of 2 sent nothing for 1.5 s: it seems to "
+                                        "hang (set MINIBERT_RANK_TIMEOUT to wait longer); ending all ranks"]
+    assert shared is not None and not Path(shared).exists()
