@@ -98,11 +98,7 @@ sys.exit(comm.finish(code))
 def test_the_starting_process_becomes_rank_0_and_reports_the_job(tmp_path, rank1, status):
     script = tmp_path / "ranks.py"
     script.write_text(RANK0)
-    start = (f"import sys; from minibert.training.procs import become_rank0; "
-             f"become_rank0([sys.executable, {str(script)!r}, {str(tmp_path)!r}, {rank1!r}], 2, threads=1)")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
-    job = subprocess.Popen([sys.executable, "-c", start], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                           text=True)
+    job = start_as_rank0(script, tmp_path, rank1)
     code, _, err = finish(job)
     # Rank 0 waited for rank 1 and passed on its status, also when it stopped because rank 1 had (ValueError: 2).
     assert code == status, err
@@ -113,6 +109,16 @@ def test_the_starting_process_becomes_rank_0_and_reports_the_job(tmp_path, rank1
     assert ranks[1]["parent"] == job.pid
     assert [r["threads"] for r in ranks] == ["1", "1"]  # rank 0 too got its share of the BLAS threads
     assert not Path(ranks[0]["workdir"]).exists()  # rank 0 removed the shared folder
+
+
+def start_as_rank0(script: Path, *args, new_session=False):
+    """`python SCRIPT ARGS` as 2 ranks started the way `minibert pretrain --procs 2` starts them: this child
+    process starts rank 1, then becomes rank 0 (become_rank0)."""
+    command = [sys.executable, str(script), *map(str, args)]
+    start = f"from minibert.training.procs import become_rank0; become_rank0({command!r}, 2, threads=1)"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    return subprocess.Popen([sys.executable, "-c", start], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=new_session)
 
 
 def run_ranks(n, script: Path, *args, new_session=False):
@@ -251,11 +257,7 @@ def test_a_hung_rank_0_is_ended_by_the_rank_that_waits_for_it(tmp_path, monkeypa
     monkeypatch.setenv(procs.ENV_TIMEOUT, "1.5")
     script = tmp_path / "hanging.py"
     script.write_text(HANGING)
-    start = (f"import sys; from minibert.training.procs import become_rank0; "
-             f"become_rank0([sys.executable, {str(script)!r}, '0'], 2, threads=1)")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
-    job = subprocess.Popen([sys.executable, "-c", start], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                           text=True, start_new_session=True)
+    job = start_as_rank0(script, 0, new_session=True)
     shared, deadline = None, time.monotonic() + TIMEOUT
     while shared is None and job.poll() is None and time.monotonic() < deadline:  # rank 0's, once it is exec'd
         with contextlib.suppress(OSError):
