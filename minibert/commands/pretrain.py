@@ -152,6 +152,7 @@ def start_or_resume(args, given: dict, settings_class, train, report) -> int:
         n = procs.resolve_procs(getattr(args, "procs", None), resolved[0].batch_size,
                                 single_process_reason(resolved[0]))
         if n > 1:  # start ranks 1..n-1 of this same command, then become rank 0 (does not return)
+            procs.rank_timeout()  # a bad MINIBERT_RANK_TIMEOUT fails here, before any rank starts
             procs.become_rank0([sys.executable, "-m", "minibert", *args.argv], n)
     comm = communicator()  # several processes under --procs N, mpiexec or srun
     # SIGTERM (a scheduler's time limit, `kill`) ends the run as Ctrl-C does: every rank stops, the shared folder

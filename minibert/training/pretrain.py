@@ -175,6 +175,8 @@ def pretrain(settings: PretrainSettings, resume_checkpoint: Path | None = None, 
                         settings.eval_fraction, progress=progress, log=log)
     if comm.is_root:
         comm.barrier()
+    with comm.patient():  # and every rank waits for the others' (they read the corpus again: no time limit)
+        comm.barrier()
     tok = data.tokenizer
     corpus_fingerprint = data.corpus.fingerprint()
     if settings.objective == "mlm+nsp" and len(data.train_documents) < 2:

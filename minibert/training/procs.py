@@ -190,15 +190,17 @@ def _rank_environment(rank: int, size: int, workdir: str, fds: list[int], thread
 def _wait(procs: list[subprocess.Popen]) -> int:
     """Wait for every rank. When one fails, the others get GRACE_SECONDS to stop by themselves (they see its
     sockets close), then are terminated (and killed after GRACE_SECONDS more: a rank that hangs may not heed
-    SIGTERM). Ctrl-C reaches every rank directly (same process group): wait for them. The status: the first
-    rank in rank order that failed by itself (a rank ended by a signal counts as 128 + its number)."""
-    failed_at, interrupted, stopped = None, False, set()  # stopped: the ranks this launcher ended
+    SIGTERM). Ctrl-C reaches every rank directly (same process group): wait for them. The status: the first rank
+    seen failing (in rank order among those seen at once), not one this launcher ended; a rank ended by a signal
+    counts as 128 + its number."""
+    failed_at, interrupted, stopped, failed = None, False, set(), []  # stopped: the ranks this launcher ended
     while True:
         try:
             codes = [p.poll() for p in procs]
+            failed += [i for i, c in enumerate(codes) if c not in (None, 0) and i not in failed and i not in stopped]
             if all(c is not None for c in codes):
                 break
-            if failed_at is None and any(c not in (None, 0) for c in codes):
+            if failed_at is None and failed:
                 failed_at = time.monotonic()
             if failed_at is not None and time.monotonic() - failed_at > GRACE_SECONDS * (1 + bool(stopped)):
                 for i, p in enumerate(procs):
@@ -215,19 +217,21 @@ def _wait(procs: list[subprocess.Popen]) -> int:
     codes = [128 - c if c < 0 else c for c in (p.returncode for p in procs)]
     if interrupted and codes[0] == 0:
         return 130
-    own = [c for i, c in enumerate(codes) if c != 0 and i not in stopped]
-    return own[0] if own else next((c for c in codes if c != 0), 0)
+    return codes[failed[0]] if failed else next((c for c in codes if c != 0), 0)
 
 
-def _timeout_from_environment() -> float:
+def rank_timeout() -> float | None:
+    """Seconds a rank waits for another before it counts as hung (MINIBERT_RANK_TIMEOUT, default RANK_TIMEOUT);
+    None for no limit ("inf", or more than a week). A bad value raises ValueError (checked before any rank
+    starts)."""
     value = os.environ.get(ENV_TIMEOUT, "")
     try:
         seconds = float(value) if value else RANK_TIMEOUT
     except ValueError:
         raise ValueError(f"{ENV_TIMEOUT}={value!r}: expected a number of seconds") from None
     if not seconds > 0:
-        raise ValueError(f"{ENV_TIMEOUT}={value!r}: expected a number of seconds above 0")
-    return seconds
+        raise ValueError(f"{ENV_TIMEOUT}={value!r}: expected a number of seconds above 0 (or inf: no limit)")
+    return None if seconds > 7 * 24 * 3600 else seconds
 
 
 # ---------------------------------------------------------------------------------------------------- ranks
@@ -249,7 +253,10 @@ class ProcsCommunicator:
         self.areas = {}  # (dtype, n) -> (size, n) shared array: a row per rank (each ends holding the sum)
         self.last_use = {}  # (dtype, n) -> the operation that last used that area (see _enter)
         self.shared_weights = None  # share_weights: the one copy of the weights every rank maps
-        self.timeout = _timeout_from_environment()
+        limit = rank_timeout()
+        # Ranks above 0 wait for rank 0, which waits for every rank: they get twice the limit, so that rank 0 names
+        # a hung rank 1.. (and ends the job) before they would blame rank 0.
+        self.timeout = None if limit is None else limit * (1 if rank == 0 else 2)
         for sock in sockets:
             sock.settimeout(self.timeout)
         self.allreduce_seconds = 0.0
@@ -274,6 +281,9 @@ class ProcsCommunicator:
     def _send(self, sock: socket.socket, data: bytes, peer: int) -> None:
         try:
             sock.sendall(struct.pack("<Q", len(data)) + data)
+        except TimeoutError:  # (a subclass of OSError)
+            raise RankTimeout(f"rank {peer} of {self.size} took nothing for {sock.gettimeout():g} s: it seems to "
+                              f"hang (set {ENV_TIMEOUT} to wait longer)") from None
         except OSError:  # broken pipe, reset: the peer is gone
             raise PeerLost(f"rank {peer} of {self.size} stopped") from None
 
@@ -285,8 +295,9 @@ class ProcsCommunicator:
                 try:
                     k = sock.recv_into(view[got:])
                 except TimeoutError:  # (a subclass of OSError)
-                    raise RankTimeout(f"rank {peer} of {self.size} sent nothing for {sock.gettimeout():g} s: it "
-                                      f"seems to hang (set {ENV_TIMEOUT} to wait longer)") from None
+                    waits = "" if self.is_root else " (it waits for every rank)"
+                    raise RankTimeout(f"rank {peer} of {self.size}{waits} sent nothing for {sock.gettimeout():g} s: "
+                                      f"it seems to hang (set {ENV_TIMEOUT} to wait longer)") from None
                 except OSError:
                     k = 0
                 if k == 0:
@@ -548,16 +559,16 @@ class ProcsCommunicator:
             self.abort(code)
 
     def _end_rank0(self) -> None:
-        """SIGTERM to a hung rank 0 (made by become_rank0: this rank's parent), SIGKILL if it is still there
-        after GRACE_SECONDS, then remove the shared folder in its place."""
-        for sig in (signal.SIGTERM, signal.SIGKILL):
+        """End a hung rank 0 (made by become_rank0: this rank's parent) with SIGTERM, and remove the shared folder
+        in its place. This rank ignores SIGTERM and Ctrl-C meanwhile (rank 0's finish() may send it SIGTERM), and
+        then stops at once, so that a rank 0 that heeds SIGTERM (the CLI turns it into Ctrl-C) can wait for it and
+        end cleanly. A rank 0 stuck where SIGTERM cannot reach it (inside C code) is left for the user to kill:
+        the line above says which rank it is."""
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        if os.getppid() == self.rank0_pid:  # still our parent (not a reused process id)
             with contextlib.suppress(ProcessLookupError):
-                os.kill(self.rank0_pid, sig)
-            deadline = time.monotonic() + GRACE_SECONDS
-            while time.monotonic() < deadline and os.getppid() == self.rank0_pid:  # re-parented once it ends
-                time.sleep(0.05)
-            if os.getppid() != self.rank0_pid:
-                break
+                os.kill(self.rank0_pid, signal.SIGTERM)
         shutil.rmtree(self.workdir, ignore_errors=True)
 
 

@@ -302,3 +302,13 @@ def test_an_in_process_run_puts_the_sigterm_handler_back(corpus, tmp_path):
                     eval_every=2, save_every=2, procs=1)
     assert main([str(a) for a in args[2:]]) == 0  # (without "-m minibert")
     assert signal.getsignal(signal.SIGTERM) is before
+
+
+def test_a_bad_rank_time_limit_is_refused_before_any_rank_starts(corpus, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("MINIBERT_RANK_TIMEOUT", "soon")
+    args = cli_args(str(corpus), str(tmp_path / "runs"), "bad", config="tiny", seq_len=32, batch_size=8, steps=2,
+                    procs=2)
+    assert main([str(a) for a in args[2:]]) == 2
+    err = capsys.readouterr().err
+    assert err.strip() == ("minibert pretrain: error: MINIBERT_RANK_TIMEOUT='soon': expected a number of seconds")
+    assert not (tmp_path / "runs" / "bad").exists()

@@ -220,40 +220,43 @@ def test_ctrl_c_ends_the_job_with_one_line_and_status_130(tmp_path):
 
 
 HANGING = """
-import sys, time
+import signal, sys, time
 from minibert.training.distributed import communicator
+def interrupt(signum, frame):
+    raise KeyboardInterrupt
+signal.signal(signal.SIGTERM, interrupt)  # as minibert pretrain does
 comm = communicator()
-with comm.abort_on_error("job"):
-    comm.barrier()
-    if comm.rank == int(sys.argv[1]):
-        time.sleep(600)  # alive, but never answers again
-    comm.barrier()
+try:
+    with comm.abort_on_error("job"):
+        comm.barrier()
+        if comm.rank == int(sys.argv[1]):
+            time.sleep(600)  # alive, but never answers again
+        comm.barrier()
+except SystemExit as e:  # as minibert pretrain does: rank 0 waits for the others, removes the shared folder
+    sys.exit(comm.finish(e.code))
+sys.exit(comm.finish(0))
 """
 
 
 @pytest.mark.parametrize("hung", [1, 0])
 def test_a_rank_that_hangs_alive_ends_the_job_with_one_line(tmp_path, monkeypatch, hung):
+    # Rank 0 waits 1.5 s, the others twice that: rank 0 names a hung rank 1, and rank 1 names a hung rank 0.
     monkeypatch.setenv(procs.ENV_TIMEOUT, "1.5")
     script = tmp_path / "hanging.py"
     script.write_text(HANGING)
     t = time.monotonic()
     code, _, err = finish(run_ranks(2, script, hung, new_session=True))
-    waiter = 1 - hung
     assert code == 2 and time.monotonic() - t < 2 * procs.GRACE_SECONDS + 30  # not the test's time-out
-    assert err.strip().splitlines() == [f"job (rank {waiter} of 2): error: rank {hung} of 2 sent nothing for 1.5 s: "
-                                        f"it seems to hang (set MINIBERT_RANK_TIMEOUT to wait longer); ending all "
-                                        f"ranks"]
-
-
-def test_a_bad_time_limit_is_refused(monkeypatch):
-    monkeypatch.setenv(procs.ENV_TIMEOUT, "soon")
-    with pytest.raises(ValueError, match="MINIBERT_RANK_TIMEOUT='soon': expected a number of seconds"):
-        procs._timeout_from_environment()
+    silent = "rank 1 of 2 sent nothing for 1.5 s" if hung else "rank 0 of 2 (it waits for every rank) sent nothing for 3 s"
+    waiter = 1 - hung
+    assert err.strip().splitlines()[0] == (f"job (rank {waiter} of 2): error: {silent}: it seems to hang (set "
+                                           f"MINIBERT_RANK_TIMEOUT to wait longer); ending all ranks")
 
 
 def test_a_hung_rank_0_is_ended_by_the_rank_that_waits_for_it(tmp_path, monkeypatch):
     # Under become_rank0 (what `minibert pretrain --procs N` does) rank 0 is the other ranks' parent, and no
-    # launcher is left to end it: the rank that times out on it ends it and removes the shared folder.
+    # launcher is left to end it: the rank that times out on it sends it SIGTERM (which the CLI turns into Ctrl-C)
+    # and stops; rank 0 then waits for it and removes the shared folder.
     monkeypatch.setenv(procs.ENV_TIMEOUT, "1.5")
     script = tmp_path / "hanging.py"
     script.write_text(HANGING)
@@ -267,7 +270,21 @@ def test_a_hung_rank_0_is_ended_by_the_rank_that_waits_for_it(tmp_path, monkeypa
         time.sleep(0.02)
     t = time.monotonic()
     code, _, err = finish(job)
-    assert code == -signal.SIGTERM and time.monotonic() - t < 2 * procs.GRACE_SECONDS + 30
-    assert err.strip().splitlines() == ["job (rank 1 of 2): error: rank 0 of 2 sent nothing for 1.5 s: it seems to "
-                                        "hang (set MINIBERT_RANK_TIMEOUT to wait longer); ending all ranks"]
+    assert code == 130 and time.monotonic() - t < 2 * procs.GRACE_SECONDS + 30
+    assert err.strip().splitlines() == ["job (rank 1 of 2): error: rank 0 of 2 (it waits for every rank) sent "
+                                        "nothing for 3 s: it seems to hang (set MINIBERT_RANK_TIMEOUT to wait "
+                                        "longer); ending all ranks", "job: interrupted"]
     assert shared is not None and not Path(shared).exists()
+
+
+@pytest.mark.parametrize("value, limit", [("", procs.RANK_TIMEOUT), ("90", 90.0), ("inf", None), ("1e12", None)])
+def test_the_time_limit_is_read_from_the_environment(monkeypatch, value, limit):
+    monkeypatch.setenv(procs.ENV_TIMEOUT, value)
+    assert procs.rank_timeout() == limit
+
+
+@pytest.mark.parametrize("value", ["soon", "0", "-5", "nan"])
+def test_a_bad_time_limit_is_refused(monkeypatch, value):
+    monkeypatch.setenv(procs.ENV_TIMEOUT, value)
+    with pytest.raises(ValueError, match="MINIBERT_RANK_TIMEOUT=.*: expected a number of seconds"):
+        procs.rank_timeout()
