@@ -23,11 +23,12 @@ batch, each rank its rows, one gradient sum per step) through `ProcsCommunicator
   the sums of its own columns (`reduce_scatter_sum_`), updates its part of the weights with them
   (training/sharded.py) and writes that part into the other ranks' rows, whence they copy it (`allgather_`).
 - A rank that dies closes its sockets: the others notice at the next message and stop with one line, and the
-  launcher ends what is left. Nothing waits forever for a dead rank. A rank that hangs alive is noticed by the
-  one waiting for it after RANK_TIMEOUT seconds without a message (MINIBERT_RANK_TIMEOUT; 30 minutes by default,
-  far above any wait of a training step, an evaluation or a checkpoint; the wait while rank 0 prepares the
-  data has no limit): that rank stops with one line naming the silent one, and the job ends. A job suspended
-  (Ctrl-Z) for longer than the limit counts as hung when it resumes.
+  launcher ends what is left. Nothing waits forever for a dead rank. A rank that hangs alive is noticed by
+  rank 0 after RANK_TIMEOUT seconds without a message (MINIBERT_RANK_TIMEOUT; 30 minutes by default, far above
+  any wait of a training step, an evaluation or a checkpoint; data preparation has no limit), and a hung rank 0
+  by the others after twice that (they wait for rank 0, which waits for every rank): the rank that gives up
+  says so in one line naming the silent one, and the job ends. A job suspended (Ctrl-Z) for longer than the
+  limit counts as hung when it resumes.
 """
 
 from __future__ import annotations
