@@ -72,18 +72,19 @@ class FlatArrays(dict):
     def move_to(self, buffer: np.ndarray):
         """Make every entry a view of `buffer` (1-D, this buffer's size and dtype; e.g. shared memory), values
         copied. Views of the old buffer taken earlier no longer belong to these arrays."""
-        if buffer.shape != self.buffer.shape or buffer.dtype != self.buffer.dtype:
-            raise ValueError(f"FlatArrays.move_to: expected a {self.buffer.dtype} buffer of shape "
-                             f"{self.buffer.shape}, got {buffer.dtype} {buffer.shape}")
+        self._check_like(buffer, "move_to")
         self._move(buffer)
 
     def use_buffer(self, buffer: np.ndarray):
         """Make every entry a view of `buffer`, which already holds these arrays' values (e.g. shared memory that
         another process filled): nothing is copied. Same checks as move_to."""
-        if buffer.shape != self.buffer.shape or buffer.dtype != self.buffer.dtype:
-            raise ValueError(f"FlatArrays.use_buffer: expected a {self.buffer.dtype} buffer of shape "
-                             f"{self.buffer.shape}, got {buffer.dtype} {buffer.shape}")
+        self._check_like(buffer, "use_buffer")
         self._attach(buffer)
+
+    def _check_like(self, buffer: np.ndarray, method: str):
+        if buffer.shape != self.buffer.shape or buffer.dtype != self.buffer.dtype:
+            raise ValueError(f"FlatArrays.{method}: expected a {self.buffer.dtype} buffer of shape "
+                             f"{self.buffer.shape}, got {buffer.dtype} {buffer.shape}")
 
     def _move(self, buffer: np.ndarray, casting: str = "same_kind"):
         values = dict(self)

@@ -88,8 +88,8 @@ class LocalCommunicator:
     def keep_in_shared_row(self, arrays) -> None:
         pass
 
-    def share_weights(self, arrays) -> bool:
-        return False
+    def share_weights(self, arrays) -> None:
+        pass
 
     def patient(self):
         return contextlib.nullcontext()
@@ -159,10 +159,9 @@ class MPICommunicator:
     def keep_in_shared_row(self, arrays) -> None:
         """(ProcsCommunicator keeps gradients in shared memory; MPI sums from the rank's own buffer.)"""
 
-    def share_weights(self, arrays) -> bool:
+    def share_weights(self, arrays) -> None:
         """(ProcsCommunicator keeps one copy of the weights for all ranks; MPI ranks may be on other machines:
         each keeps its own, and allgather_ sends the updated parts.)"""
-        return False
 
     def patient(self):
         """(Only ProcsCommunicator limits how long a rank waits for another; MPI waits as long as it takes.)"""

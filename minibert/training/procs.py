@@ -370,11 +370,11 @@ class ProcsCommunicator:
         buf = arrays.buffer
         arrays.move_to(np.asarray(self._area(buf.dtype, buf.size)[self.rank]))  # a plain view of the mapping
 
-    def share_weights(self, arrays) -> bool:
+    def share_weights(self, arrays) -> None:
         """Put `arrays` (FlatArrays: the model's weights, the same on every rank) in one shared-memory buffer that
         every rank maps and reads, instead of a copy per rank: 12 MB less for mini in all at 2 ranks. Each rank
         then updates its columns in place (training/sharded.py) and `allgather_` of that buffer only waits for
-        every rank to be done: nothing to copy. Raises (on every rank) if the ranks' weights differ. Returns True."""
+        every rank to be done: nothing to copy. Raises (on every rank) if the ranks' weights differ."""
         buf = arrays.buffer
         self.check_identical(buf, "the weights to be shared")
         path = os.path.join(self.workdir, f"weights-{buf.dtype.name}-{buf.size}")
@@ -390,7 +390,6 @@ class ProcsCommunicator:
             os.unlink(path)  # the mappings stay; nothing is left behind if a rank is killed later
         arrays.use_buffer(shared)
         self.shared_weights = shared
-        return True
 
     def reduce_scatter_sum_(self, buffer: np.ndarray, bounds: list[int]) -> np.ndarray:
         """Sum `buffer` (1-D) over all ranks, but only this rank's columns bounds[rank]:bounds[rank + 1], which
@@ -425,7 +424,7 @@ class ProcsCommunicator:
         if self.size == 1:
             return buffer
         t = time.perf_counter()
-        area = self._enter(buffer.dtype, buffer.size, "gather")
+        area = self._enter(buffer.dtype, buffer.size, "gather")  # (also for the shared weights: the next sum's rule)
         if self.shared_weights is not None and np.may_share_memory(buffer, self.shared_weights):
             self.barrier()  # one buffer for all ranks (share_weights): every rank's columns are written there
             self.allreduce_seconds += time.perf_counter() - t
