@@ -2,15 +2,18 @@
 
     python benchmarks/embed.py                       # 1,000 sentences, batch 32, all cores
     python benchmarks/embed.py --threads 1 --rounds 5
+    python benchmarks/embed.py --gelu both           # minibert with the NumPy GELU and with numba's, side by side
 
 Both sides do the same work, on the same cores, in one run: tokenize, sort by length, batch, pad each batch
 to its longest sentence, run BertModel, mean-pool over the attention mask, L2-normalise.
   minibert:     minibert.embeddings.SentenceEncoder (pure-Python WordPiece tokenizer, NumPy model); with
                 --threads N it runs N batches at once, one per thread, each on a one-thread BLAS
                 (minibert/parallel.py; --workers 1: one batch at a time on an N-thread BLAS)
+                its exact GELU in NumPy or, with numba installed, compiled (minibert/layers/gelu_numba.py);
+                --gelu both times the two as separate contenders
   transformers: BertTokenizerFast (Rust) + transformers.BertModel (torch eager, its default attention)
 Rounds alternate between the two so a noisy machine slows both alike. Prints the best round of each (total, and
-tokenization / model split), the ratio minibert / transformers in sentences per second (>1: minibert faster),
+tokenization / model split), the ratio of each minibert contender / transformers in sentences per second (>1: minibert faster),
 and the cosine agreement of the two sets of embeddings.
 """
 
@@ -30,6 +33,9 @@ def parse_args():
     p.add_argument("--workers", type=int, default=None,
                    help="minibert's batches run at once, each on its own thread (default: --threads; 1: one batch "
                         "at a time on a --threads-thread BLAS, as before the sixth session)")
+    p.add_argument("--gelu", choices=["auto", "numpy", "numba", "both"], default="auto",
+                   help="minibert's exact GELU: auto (numba's if installed, as MINIBERT_NUMBA says), numpy, numba, "
+                        "or both as two contenders (default auto)")
     p.add_argument("--profile", action="store_true", help="also print where minibert's forward spends its time")
     return p.parse_args()
 
@@ -44,6 +50,7 @@ import transformers  # noqa: E402
 
 from minibert.data.builtin import load_wiki_summaries, minilm_dir  # noqa: E402
 from minibert.embeddings import SentenceEncoder, pad_batch  # noqa: E402
+from minibert.layers.activations import gelu_kernel_name, use_numba_gelu  # noqa: E402
 
 torch.set_num_threads(args.threads)
 
@@ -60,7 +67,8 @@ def wiki_sentences(n):
     return out
 
 
-def minibert_embed(encoder, texts, batch_size, workers):
+def minibert_embed(encoder, texts, batch_size, workers, gelu):
+    use_numba_gelu(gelu == "numba")
     t0 = time.perf_counter()
     ids = encoder.tokenize(texts)
     t1 = time.perf_counter()
@@ -96,14 +104,21 @@ def main():
     print(f"{len(texts)} sentences, {n_tokens} tokens (mean {n_tokens / len(texts):.1f}), batch {args.batch_size}, "
           f"{args.threads} thread(s), OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', '(auto)')}, "
           f"torch attention: {model.config._attn_implementation}")
+    kernels = {"auto": [gelu_kernel_name()], "both": ["numpy", "numba"]}.get(args.gelu, [args.gelu])
+    print(f"minibert's exact GELU: {', '.join(kernels)} (--gelu {args.gelu}; MINIBERT_NUMBA="
+          f"{os.environ.get('MINIBERT_NUMBA', '(unset)')})")
 
     # Warm-up (first calls allocate, fill the tokenizer cache, load kernels), then alternate timed rounds.
-    minibert_embed(encoder, texts[:64], args.batch_size, args.workers)
+    for k in kernels:
+        minibert_embed(encoder, texts[:64], args.batch_size, args.workers, k)
     transformers_embed(tokenizer, model, texts[:64], args.batch_size, encoder.max_length)
-    results = {"minibert": [], "transformers": []}
+    names = [f"minibert ({k} GELU)" for k in kernels]
+    results = {name: [] for name in names + ["transformers"]}
+    ours = {}
     for _ in range(args.rounds):
-        ours = minibert_embed(encoder, texts, args.batch_size, args.workers)
-        results["minibert"].append(ours[1:])
+        for k, name in zip(kernels, names):
+            ours[name] = minibert_embed(encoder, texts, args.batch_size, args.workers, k)
+            results[name].append(ours[name][1:])
         theirs = transformers_embed(tokenizer, model, texts, args.batch_size, encoder.max_length)
         results["transformers"].append(theirs[1:])
 
@@ -111,13 +126,14 @@ def main():
     for name, rounds in results.items():
         tok, fwd = min(rounds, key=sum)
         best[name] = tok + fwd
-        print(f"{name:>13}: {len(texts) / (tok + fwd):8.1f} sentences/s   (tokenize {tok * 1000:7.1f} ms, "
+        print(f"{name:>22}: {len(texts) / (tok + fwd):8.1f} sentences/s   (tokenize {tok * 1000:7.1f} ms, "
               f"model + pooling {fwd * 1000:8.1f} ms)")
-    model_only = min(r[1] for r in results["transformers"]) / min(r[1] for r in results["minibert"])
-    print(f"ratio minibert / transformers (sentences per second): {best['transformers'] / best['minibert']:.2f} "
-          f"overall, {model_only:.2f} model only")
-    cosines = (ours[0].astype(np.float64) * theirs[0]).sum(axis=1)
-    print(f"agreement: min cosine between the two embeddings {cosines.min():.7f}")
+    for name in names:
+        model_only = min(r[1] for r in results["transformers"]) / min(r[1] for r in results[name])
+        print(f"ratio {name} / transformers (sentences per second): {best['transformers'] / best[name]:.2f} "
+              f"overall, {model_only:.2f} model only")
+        cosines = (ours[name][0].astype(np.float64) * theirs[0]).sum(axis=1)
+        print(f"  agreement: min cosine between the two embeddings {cosines.min():.7f}")
 
     if args.profile:
         profile_forward(encoder, texts)

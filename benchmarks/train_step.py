@@ -4,6 +4,7 @@
     python benchmarks/train_step.py --configs mini --threads 1 --no-hf
 
     python benchmarks/train_step.py --configs mini --batch 16 64 --procs 2   # as `minibert pretrain` runs
+    python benchmarks/train_step.py --configs mini --batch 16 64 --no-hf --gelu both   # NumPy and numba GELU
 
 Three kinds of row, each against the same work in torch:
   fwd+bwd    forward + backward only (the gradients are zeroed outside the timing)
@@ -24,6 +25,9 @@ References, on the same threads:
       only at the masked positions, eager (textbook) attention, torch.optim.AdamW
   (c) as (b) with torch's fused scaled-dot-product attention
 Every optimizer skips weight decay for biases and LayerNorm, as minibert does.
+minibert's exact GELU runs in NumPy or, with numba installed, compiled (minibert/layers/gelu_numba.py): --gelu
+both times each as its own contender (the processes row too), interleaved with the others; the ratio column
+compares with the first minibert row.
 Runs are interleaved (one step of each in turn) so that a noisy machine slows all of them alike; the ratios are
 what to read. Also prints the float32 matmul peak measured in this run and which OpenBLAS kernel ran, and each
 contender's achieved GFLOP/s as a fraction of that peak.
@@ -47,6 +51,9 @@ def parse_args():
     p.add_argument("--procs", type=int, default=None,
                    help="also time minibert's full step on this many processes, as `minibert pretrain --procs N` "
                         "runs it (default: --threads; 1 = skip)")
+    p.add_argument("--gelu", choices=["auto", "numpy", "numba", "both"], default="auto",
+                   help="minibert's exact GELU: auto (numba's if installed, as MINIBERT_NUMBA says), numpy, numba, "
+                        "or both as two contenders (default auto)")
     p.add_argument("--rank-worker", nargs=5, metavar=("CONFIG", "B", "T", "STEPS", "OPTIMIZER"),
                    help=argparse.SUPPRESS)
     return p.parse_args()
@@ -65,6 +72,7 @@ if not args.rank_worker:  # the ranks of the processes row need neither (nor the
     import transformers  # noqa: E402
 
 from minibert import AdamW, BertConfig, BertForPreTraining, clip_grad_norm, keep_freed_memory  # noqa: E402
+from minibert.layers.activations import gelu_kernel_name, use_numba_gelu  # noqa: E402
 
 keep_freed_memory()  # as the minibert CLI does (see minibert/_malloc.py)
 
@@ -121,6 +129,18 @@ def make_batch(cfg, B, T, seed=0):
     labels = np.where((rng.random((B, T)) < 0.15) & (mask == 1), ids, -100)
     nsl = rng.integers(0, 2, B)
     return ids, types, mask, labels, nsl
+
+
+def gelu_kernels():
+    """The GELU kernels to time, as --gelu asks: ["numpy"], ["numba"] or both; auto: the one MINIBERT_NUMBA picks."""
+    return {"auto": [gelu_kernel_name()], "both": ["numpy", "numba"]}.get(args.gelu, [args.gelu])
+
+
+def with_gelu(kernel, steps):
+    """The same {kind: (prepare, step)}, each step run with the given GELU kernel switched on first."""
+    def wrap(fn):
+        return lambda: (use_numba_gelu(kernel == "numba"), fn())
+    return {kind: (prepare, wrap(fn)) for kind, (prepare, fn) in steps.items()}
 
 
 def minibert_steps(cfg, batch):
@@ -229,8 +249,8 @@ def rank_worker(config, B, T, steps, optimizer):
         print(json.dumps(times))
 
 
-def procs_round(config, B, T, steps, optimizer="sharded"):
-    """Step times of one round of the processes row (a fresh group of args.procs ranks)."""
+def procs_round(config, B, T, steps, optimizer="sharded", gelu="numpy"):
+    """Step times of one round of the processes row (a fresh group of args.procs ranks, with this GELU)."""
     import json
     import subprocess
     import sys
@@ -238,7 +258,8 @@ def procs_round(config, B, T, steps, optimizer="sharded"):
     out = subprocess.run([sys.executable, "-m", "minibert.training.procs", "-n", str(args.procs), "--threads",
                           threads, sys.executable, __file__, "--rank-worker", config, str(B), str(T), str(steps),
                           optimizer],
-                         capture_output=True, text=True, check=True)
+                         capture_output=True, text=True, check=True,
+                         env={**os.environ, "MINIBERT_NUMBA": "1" if gelu == "numba" else "0"})
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -248,21 +269,27 @@ def procs_row(name, cfg, batch, B, T, flops, peak):
     _, torch_full = torch_steps(cfg, batch, True, "eager")["full step"]
     for _ in range(3):
         torch_full()  # warm-up
-    ours, whole, theirs = [], [], []
+    kernels = gelu_kernels()
+    ours, whole, theirs = {k: [] for k in kernels}, [], []
     per_round = max(2, args.steps // 3)
     for _ in range(3):
-        ours += procs_round(name, B, T, per_round)
-        whole += procs_round(name, B, T, per_round, "whole")
+        for k in kernels:
+            ours[k] += procs_round(name, B, T, per_round, gelu=k)
+        whole += procs_round(name, B, T, per_round, "whole", gelu=kernels[0])
         theirs += [_timed(torch_full) for _ in range(per_round)]
-    ours, whole, theirs = np.median(ours), np.median(whole), np.median(theirs)
-    for label, seconds in ((f"minibert, {args.procs} processes", ours),
-                           ("  same, whole AdamW per process", whole),
-                           ("torch sparse, eager attention", theirs)):
+    ours = {k: np.median(v) for k, v in ours.items()}
+    whole, theirs = np.median(whole), np.median(theirs)
+    first = ours[kernels[0]]
+    rows = [(f"minibert, {args.procs} procs, {k} GELU", ours[k]) for k in kernels]
+    rows += [("  same, whole AdamW per process", whole), ("torch sparse, eager attention", theirs)]
+    for label, seconds in rows:
         gflops = flops / seconds / 1e9
         print(f"  {'processes':10s} {label:32s} {1000 * seconds:9.1f} {B * T / seconds:10.0f} {gflops:8.1f} "
-              f"{gflops / peak:8.0%} {ours / seconds:14.2f}")
-    print(f"  full step as `minibert pretrain --procs {args.procs}` runs it / torch eager on {args.threads} threads: "
-          f"{ours / theirs:.2f} (whole AdamW on every process: {whole / theirs:.2f})")
+              f"{gflops / peak:8.0%} {first / seconds:14.2f}")
+    for k in kernels:
+        print(f"  full step as `minibert pretrain --procs {args.procs}` runs it ({k} GELU) / torch eager on "
+              f"{args.threads} threads: {ours[k] / theirs:.2f}")
+    print(f"  (whole AdamW on every process, {kernels[0]} GELU: {whole / theirs:.2f})")
 
 
 def main():
@@ -274,6 +301,8 @@ def main():
     print(f"threads: {args.threads}   numpy {np.__version__}   torch {torch.__version__}   transformers "
           f"{transformers.__version__}   load average {os.getloadavg()[0]:.2f}")
     print(f"BLAS: {blas_description()}")
+    print(f"minibert's exact GELU: {', '.join(gelu_kernels())} (--gelu {args.gelu}; MINIBERT_NUMBA="
+          f"{os.environ.get('MINIBERT_NUMBA', '(unset)')})")
     peak = sgemm_peak()
     print(f"float32 matmul peak (2048 x 2048 sgemm, {args.threads} threads): {peak:.1f} GFLOP/s")
     for name in args.configs:
@@ -281,9 +310,10 @@ def main():
         B, T = args.batch or SHAPES[name]
         batch = make_batch(cfg, B, T)
         M = int((batch[3] != -100).sum())
-        contenders = {"minibert (numpy)": minibert_steps(cfg, batch),
-                      "torch sparse, eager attention": torch_steps(cfg, batch, True, "eager"),
-                      "torch sparse, sdpa attention": torch_steps(cfg, batch, True, "sdpa")}
+        contenders = {f"minibert ({k} GELU)": with_gelu(k, minibert_steps(cfg, batch)) for k in gelu_kernels()}
+        reference = next(iter(contenders))  # the ratio column compares with this one
+        contenders |= {"torch sparse, eager attention": torch_steps(cfg, batch, True, "eager"),
+                       "torch sparse, sdpa attention": torch_steps(cfg, batch, True, "sdpa")}
         if not args.no_hf:
             contenders["HF BertForPreTraining (dense)"] = torch_steps(cfg, batch, False, "sdpa")
         runs = [(c, kind) for kind in KINDS for c in contenders]
@@ -302,7 +332,7 @@ def main():
         print(f"  {'kind':10s} {'contender':32s} {'ms/step':>9s} {'tokens/s':>10s} {'GFLOP/s':>8s} {'of peak':>8s} "
               f"{'minibert/this':>14s}")
         for kind in KINDS:
-            ours = np.median(times[("minibert (numpy)", kind)])
+            ours = np.median(times[(reference, kind)])
             for c in contenders:
                 med = np.median(times[(c, kind)])
                 if kind == "optimizer":  # no matmul work: throughput columns mean nothing

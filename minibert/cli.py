@@ -60,6 +60,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 0
     try:
+        from minibert.layers.activations import numba_setting
+        numba_setting()  # a bad MINIBERT_NUMBA fails here, before any work
         return int(module.run(args) or 0)
     except (ValueError, FileNotFoundError, FileExistsError, NotADirectoryError, ImportError) as e:
         # Bad input or a missing optional package: one clear line, no traceback (MINIBERT_DEBUG=1 shows it).

@@ -6,9 +6,13 @@ NumPy has no erf, so exact GELU needs one:
   inside the 1e-4 the parity tests allow against torch.
 - float64 (gradient checks, reference runs): an erf exact to double precision (scipy's if installed,
   otherwise Python's math.erf applied element by element: slower, but identical numbers).
+With numba installed (`pip install 'minibert[fast]'`), the float32 GELU runs the same A&S formula compiled into
+one pass (gelu_numba.py, ~5x faster than the ~23 NumPy passes); MINIBERT_NUMBA=0 keeps this file's NumPy code,
+which stays the reference the compiled loop is tested against.
 """
 
 import math
+import os
 
 import numpy as np
 
@@ -84,9 +88,15 @@ def _gelu_forward_block(x, out, deriv, e):
 
 def gelu_forward(x):
     """GELU(x) = x * Phi(x), Phi the standard normal CDF. The cache is GELU's derivative at x."""
-    x2 = x.reshape(-1, x.shape[-1])  # (N, F)
-    out, deriv, e = np.empty_like(x2), np.empty_like(x2), np.empty_like(x2)
-    for_row_blocks(lambda s: _gelu_forward_block(x2[s], out[s], deriv[s], e[s]), *x2.shape)
+    x2 = np.ascontiguousarray(x.reshape(-1, x.shape[-1]))  # (N, F)
+    out, deriv = np.empty_like(x2), np.empty_like(x2)
+    loop = numba_gelu_loop() if x2.dtype == np.float32 else None
+    if loop is not None:  # the same formula compiled into one pass (gelu_numba.py)
+        block = lambda s: loop(x2[s].reshape(-1), out[s].reshape(-1), deriv[s].reshape(-1))  # noqa: E731
+    else:
+        e = np.empty_like(x2)
+        block = lambda s: _gelu_forward_block(x2[s], out[s], deriv[s], e[s])  # noqa: E731
+    for_row_blocks(block, *x2.shape)
     return out.reshape(x.shape), deriv.reshape(x.shape)
 
 
@@ -96,6 +106,59 @@ def gelu_backward(dout, deriv):
     d2, dout2, deriv2 = d.reshape(-1, d.shape[-1]), dout.reshape(-1, d.shape[-1]), deriv.reshape(-1, d.shape[-1])
     for_row_blocks(lambda s: np.multiply(deriv2[s], dout2[s], out=d2[s]), *d2.shape)
     return d
+
+
+# ---------------------------------------------------------------------------- the compiled GELU, if numba is there
+# MINIBERT_NUMBA: auto (the default: numba's loop if numba is installed), 0 (always NumPy), 1 (numba or an error).
+NUMBA_VARIABLE = "MINIBERT_NUMBA"
+_numba_loop = None  # gelu_numba.gelu_forward_loop; False: the NumPy path; None: not decided yet
+
+
+def numba_setting():
+    value = os.environ.get(NUMBA_VARIABLE, "auto").strip().lower()
+    for setting, words in (("auto", ("auto", "")), ("off", ("0", "off", "no", "false")), ("on", ("1", "on", "yes", "true"))):
+        if value in words:
+            return setting
+    raise ValueError(f"{NUMBA_VARIABLE}={os.environ[NUMBA_VARIABLE]!r}: expected 0 (NumPy GELU), 1 (numba's GELU; an "
+                     f"error if numba is missing) or auto (numba's if installed)")
+
+
+def _load_numba_loop():
+    from minibert.layers.gelu_numba import gelu_forward_loop  # ImportError without numba
+    x = np.linspace(-3, 3, 8, dtype=np.float32)
+    gelu_forward_loop(x, np.empty_like(x), np.empty_like(x))  # compiled (or loaded from numba's cache) here, once
+    return gelu_forward_loop
+
+
+def numba_gelu_loop():
+    """gelu_numba's compiled loop, or None where the float32 GELU runs in NumPy. Decided on the first call."""
+    global _numba_loop
+    if _numba_loop is None:
+        setting = numba_setting()
+        _numba_loop = False
+        if setting != "off":
+            try:
+                _numba_loop = _load_numba_loop()
+            except ImportError as e:
+                if setting == "on":
+                    raise ImportError(f"{NUMBA_VARIABLE}=1 but numba cannot be imported ({e}): pip install "
+                                      f"'minibert[fast]', or set {NUMBA_VARIABLE}=0") from None
+    return _numba_loop or None
+
+
+def use_numba_gelu(enabled):
+    """Run the float32 GELU through numba (True; ImportError without it) or NumPy (False) from now on, whatever
+    MINIBERT_NUMBA says, or None: decide from MINIBERT_NUMBA at the next GELU. Returns the previous choice
+    (True, False or None), which this function takes back. For tests and benchmarks that compare the two."""
+    global _numba_loop
+    previous = None if _numba_loop is None else bool(_numba_loop)
+    _numba_loop = None if enabled is None else _load_numba_loop() if enabled else False
+    return previous
+
+
+def gelu_kernel_name():
+    """'numba' or 'numpy': which exact GELU the float32 layers run (printed by benchmarks and run headers)."""
+    return "numba" if numba_gelu_loop() is not None else "numpy"
 
 
 # ---------------------------------------------------------------------------- tanh GELU

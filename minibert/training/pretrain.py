@@ -38,6 +38,7 @@ from minibert.data.examples import PAIR_OBJECTIVES, ExampleStream, collate
 from minibert.data.masking import Masker, continuation_mask
 from minibert.data.prepare import prepare_data
 from minibert.io.atomic import atomic_write_text
+from minibert.layers.activations import gelu_kernel_name
 from minibert.layers.loss import IGNORE_INDEX
 from minibert.optim import AdamW, clip_grad_norm
 from minibert.training.budget import Plan, make_plan, measure_step_seconds, replan, steps_that_fit
@@ -272,6 +273,9 @@ def pretrain(settings: PretrainSettings, resume_checkpoint: Path | None = None, 
             f"objective {settings.objective}; "
             f"{plan.total_steps:,} steps{how_long} of {settings.batch_size * settings.grad_accum} x {seq_len} "
             f"tokens{ranks}, peak lr {settings.lr:g}, warmup {plan.warmup_steps:,} steps")
+        if getattr(getattr(model, "config", None), "hidden_act", "gelu") == "gelu" and gelu_kernel_name() == "numba":
+            # worth knowing: faster steps, more memory (docs/performance.md)
+            log("exact GELU compiled by numba (faster steps, ~110 MB more per process; MINIBERT_NUMBA=0: NumPy's)")
 
     # ---- the loop
     desc = {"distill": "distilling"}.get(getattr(settings, "COMMAND", "pretrain"), "pre-training")

@@ -102,7 +102,7 @@ def _layer_results(dtype):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_layers_bit_identical_on_any_thread_count(tiny_blocks, dtype):
+def test_layers_bit_identical_on_any_thread_count(tiny_blocks, dtype, gelu_kernel):
     threads.set_num_threads(1)
     one, _ = _layer_results(dtype)
     for n in (2, 3):
