@@ -137,10 +137,14 @@ def gelu_kernels():
 
 
 def with_gelu(kernel, steps):
-    """The same {kind: (prepare, step)}, each step run with the given GELU kernel switched on first."""
-    def wrap(fn):
-        return lambda: (use_numba_gelu(kernel == "numba"), fn())
-    return {kind: (prepare, wrap(fn)) for kind, (prepare, fn) in steps.items()}
+    """The same {kind: (prepare, step)}, the given GELU kernel switched on in each (untimed) preparation."""
+    def prepared(prepare):
+        def run():
+            use_numba_gelu(kernel == "numba")
+            if prepare is not None:
+                prepare()
+        return run
+    return {kind: (prepared(prepare), fn) for kind, (prepare, fn) in steps.items()}
 
 
 def minibert_steps(cfg, batch):

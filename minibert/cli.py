@@ -60,8 +60,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 0
     try:
-        from minibert.layers.activations import numba_setting
-        numba_setting()  # a bad MINIBERT_NUMBA fails here, before any work
+        from minibert.layers.activations import numba_gelu_loop, numba_setting
+        if numba_setting() == "on":  # a bad MINIBERT_NUMBA, or =1 without a working numba, fails before any work
+            numba_gelu_loop()
         return int(module.run(args) or 0)
     except (ValueError, FileNotFoundError, FileExistsError, NotADirectoryError, ImportError) as e:
         # Bad input or a missing optional package: one clear line, no traceback (MINIBERT_DEBUG=1 shows it).

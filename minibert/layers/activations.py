@@ -13,6 +13,8 @@ which stays the reference the compiled loop is tested against.
 
 import math
 import os
+import threading
+import warnings
 
 import numpy as np
 
@@ -116,7 +118,8 @@ _numba_loop = None  # gelu_numba.gelu_forward_loop; False: the NumPy path; None:
 
 def numba_setting():
     value = os.environ.get(NUMBA_VARIABLE, "auto").strip().lower()
-    for setting, words in (("auto", ("auto", "")), ("off", ("0", "off", "no", "false")), ("on", ("1", "on", "yes", "true"))):
+    for setting, words in (("auto", ("auto", "")), ("off", ("0", "off", "no", "false")),
+                           ("on", ("1", "on", "yes", "true"))):
         if value in words:
             return setting
     raise ValueError(f"{NUMBA_VARIABLE}={os.environ[NUMBA_VARIABLE]!r}: expected 0 (NumPy GELU), 1 (numba's GELU; an "
@@ -126,24 +129,39 @@ def numba_setting():
 def _load_numba_loop():
     from minibert.layers.gelu_numba import gelu_forward_loop  # ImportError without numba
     x = np.linspace(-3, 3, 8, dtype=np.float32)
-    gelu_forward_loop(x, np.empty_like(x), np.empty_like(x))  # compiled (or loaded from numba's cache) here, once
+    gelu_forward_loop(x, np.empty_like(x), np.empty_like(x))  # compiled here, once per process
     return gelu_forward_loop
 
 
+_decide_once = threading.Lock()  # batches on several threads (parallel.py) must not each decide, or differ
+
+
 def numba_gelu_loop():
-    """gelu_numba's compiled loop, or None where the float32 GELU runs in NumPy. Decided on the first call."""
+    """gelu_numba's compiled loop, or None where the float32 GELU runs in NumPy. Decided on the first call:
+    auto falls back to NumPy, with a warning unless numba is simply not installed; MINIBERT_NUMBA=1 raises."""
     global _numba_loop
     if _numba_loop is None:
-        setting = numba_setting()
-        _numba_loop = False
-        if setting != "off":
-            try:
-                _numba_loop = _load_numba_loop()
-            except ImportError as e:
-                if setting == "on":
-                    raise ImportError(f"{NUMBA_VARIABLE}=1 but numba cannot be imported ({e}): pip install "
-                                      f"'minibert[fast]', or set {NUMBA_VARIABLE}=0") from None
+        with _decide_once:
+            if _numba_loop is None:
+                _numba_loop = _decide()
     return _numba_loop or None
+
+
+def _decide():
+    setting = numba_setting()
+    if setting == "off":
+        return False
+    try:
+        return _load_numba_loop()
+    except Exception as e:  # not installed, or installed but failing (a numba/NumPy mismatch, a compile error)
+        missing = isinstance(e, ImportError) and getattr(e, "name", None) in ("numba", "llvmlite")
+        if setting == "on":
+            raise ImportError(f"{NUMBA_VARIABLE}=1 but numba's GELU cannot be loaded ({type(e).__name__}: {e}): "
+                              f"pip install 'minibert[fast]', or set {NUMBA_VARIABLE}=0") from None
+        if not missing:
+            warnings.warn(f"numba is installed but its GELU failed to load ({type(e).__name__}: {e}); using NumPy's "
+                          f"(set {NUMBA_VARIABLE}=0 to silence this)", RuntimeWarning, stacklevel=3)
+        return False
 
 
 def use_numba_gelu(enabled):

@@ -17,8 +17,9 @@ float32's rounding), and 2^n written directly into a float's exponent bits. The 
 path to a few float32 roundings (tests/layers/test_gelu_numba.py).
 
 Imported only by activations.py, on the first float32 GELU (importing numba costs ~0.2 s and ~60 MB, its
-compiler ~60 MB more); MINIBERT_NUMBA chooses (see activations.gelu_kernel_name). The compiled loop is cached
-on disk by numba, so later processes load it instead of compiling it again (~2 s).
+compiler ~60 MB more); MINIBERT_NUMBA chooses (see activations.numba_gelu_loop). Each process compiles the loop
+once (~1 s). numba's on-disk cache (cache=True) is not used: it stores its index with pickle, and minibert
+never unpickles a file.
 """
 
 import math
@@ -41,7 +42,7 @@ C7, C6, C5, C4, C3, C2 = (F32(1.0 / math.factorial(k)) for k in range(7, 1, -1))
 HALF, ONE = F32(0.5), F32(1.0)
 EXP_UNDERFLOW = F32(-87.0)  # exp(-87) ~ 1.6e-38, the edge of float32's normal range: below it, 0
 
-_jit = numba.njit(nogil=True, cache=True, error_model="numpy", boundscheck=False)
+_jit = numba.njit(nogil=True, error_model="numpy", boundscheck=False)  # nogil: blocks run on threads (threads.py)
 
 
 @intrinsic
@@ -49,7 +50,9 @@ def _bits_as_float32(typingctx, bits):
     """Reinterpret an int32's 32 bits as a float32 (no conversion of the value)."""
     def codegen(context, builder, signature, args):
         return builder.bitcast(args[0], context.get_value_type(types.float32))
-    return types.float32(types.int32), codegen
+    if not isinstance(bits, types.Integer) or bits.bitwidth != 32:
+        return None  # no match: numba reports a typing error instead of reinterpreting other widths
+    return types.float32(bits), codegen
 
 
 @_jit
@@ -58,8 +61,9 @@ def exp_nonpositive(y):
     n = np.floor(y * LOG2E + HALF)  # y = n ln2 + r, |r| <= ln2 / 2
     r = (y - n * LN2_HI) - n * LN2_LO
     exp_r = ((((((C7 * r + C6) * r + C5) * r + C4) * r + C3) * r + C2) * r + ONE) * r + ONE
-    n = max(n, F32(-126.0))  # keeps the exponent bits valid where y < -87 (the result is 0 there anyway)
-    two_n = _bits_as_float32((np.int32(n) + np.int32(127)) << np.int32(23))  # 2^n: biased exponent, no mantissa
+    n = max(n, F32(-126.0))  # keeps the exponent bits valid below -87 (the select returns 0 there, and NaN's
+    # value, whatever it becomes, is dropped by the select too: y > -87 is False for NaN)
+    two_n = _bits_as_float32(np.int32((np.int64(n) + 127) << 23))  # 2^n: the biased exponent, no mantissa
     return exp_r * two_n if y > EXP_UNDERFLOW else F32(0.0)
 
 
@@ -71,7 +75,7 @@ def gelu_forward_loop(x, out, deriv):
         e = exp_nonpositive(F32(-0.5) * v * v)  # exp(-x^2 / 2)
         t = ONE / (ONE + P_SCALED * abs(v))
         poly = ((((A5 * t + A4) * t + A3) * t + A2) * t + A1) * t  # Horner, as the NumPy path
-        h = poly * e * F32(-0.5) + HALF  # Phi(|x|) - 0.5 = 0.5 erf(|x| / sqrt(2)), >= 0
+        h = poly * e * F32(-0.5) + HALF  # Phi(|x|) - 0.5 = 0.5 erf(|x| / sqrt(2)) (>= 0 up to ~6e-8 near x = 0)
         cdf = math.copysign(h, v) + HALF  # Phi(x), since erf is odd
         out[i] = v * cdf
         deriv[i] = v * e * INV_SQRT_2PI_F32 + cdf

@@ -38,7 +38,7 @@ from minibert.data.examples import PAIR_OBJECTIVES, ExampleStream, collate
 from minibert.data.masking import Masker, continuation_mask
 from minibert.data.prepare import prepare_data
 from minibert.io.atomic import atomic_write_text
-from minibert.layers.activations import gelu_kernel_name
+from minibert.layers.activations import gelu_kernel_name, numba_gelu_loop
 from minibert.layers.loss import IGNORE_INDEX
 from minibert.optim import AdamW, clip_grad_norm
 from minibert.training.budget import Plan, make_plan, measure_step_seconds, replan, steps_that_fit
@@ -222,6 +222,9 @@ def pretrain(settings: PretrainSettings, resume_checkpoint: Path | None = None, 
     else:
         optimizer = AdamW(model.params, model.grads, **adamw_options)
     stream = training_stream(settings, data, seq_len)
+
+    if config.hidden_act == "gelu":
+        numba_gelu_loop()  # numba's GELU, if used, is compiled now, not inside the timed evaluation or step probe
 
     # ---- where we start, how long we go
     window = Window()

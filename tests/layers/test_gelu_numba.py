@@ -108,16 +108,43 @@ def test_setting_read_from_the_environment(restore_kernel, monkeypatch):  # monk
     assert activations.gelu_kernel_name() == "numba"
 
 
-def test_missing_numba_falls_back_or_is_an_error_when_asked_for(restore_kernel, monkeypatch):
+def test_missing_numba_falls_back_or_is_an_error_when_asked_for(restore_kernel, monkeypatch, recwarn):
     def no_numba():
-        raise ImportError("No module named 'numba'")
+        raise ImportError("No module named 'numba'", name="numba")
     monkeypatch.setattr(activations, "_load_numba_loop", no_numba)
     monkeypatch.setenv("MINIBERT_NUMBA", "auto")
-    monkeypatch.setattr(activations, "_numba_loop", None)
+    activations.use_numba_gelu(None)
     assert activations.gelu_kernel_name() == "numpy"
+    assert not recwarn.list  # simply not installed: nothing to warn about
     x = inputs()
     assert activations.gelu_forward(x)[0].shape == x.shape
     monkeypatch.setenv("MINIBERT_NUMBA", "1")
-    monkeypatch.setattr(activations, "_numba_loop", None)
-    with pytest.raises(ImportError, match=r"MINIBERT_NUMBA=1 but numba cannot be imported .*minibert\[fast\]"):
-        activations.gelu_forward(x)
+    activations.use_numba_gelu(None)
+    for _ in range(2):  # still an error on the next GELU: the failure is not remembered as "use NumPy"
+        with pytest.raises(ImportError, match=r"MINIBERT_NUMBA=1 but numba's GELU cannot be loaded .*minibert\[fast\]"):
+            activations.gelu_forward(x)
+
+
+def test_a_broken_numba_warns_and_falls_back(restore_kernel, monkeypatch):
+    def broken():  # e.g. numba built for another NumPy, or a compile error
+        raise RuntimeError("cannot compile")
+    monkeypatch.setattr(activations, "_load_numba_loop", broken)
+    monkeypatch.setenv("MINIBERT_NUMBA", "auto")
+    activations.use_numba_gelu(None)
+    with pytest.warns(RuntimeWarning, match="numba is installed but its GELU failed to load .*cannot compile"):
+        assert activations.gelu_kernel_name() == "numpy"
+    monkeypatch.setenv("MINIBERT_NUMBA", "1")
+    activations.use_numba_gelu(None)
+    with pytest.raises(ImportError, match="RuntimeError: cannot compile"):
+        activations.numba_gelu_loop()
+
+
+def test_the_vectorised_exp_against_float64():
+    from minibert.layers.gelu_numba import exp_nonpositive
+    y = np.concatenate([np.linspace(-86.9, 0, 20_001), -np.logspace(-8, 1.9, 2_001)]).astype(np.float32)
+    got = np.array([exp_nonpositive(v) for v in y], dtype=np.float64)
+    want = np.exp(y.astype(np.float64))
+    assert (np.abs(got - want) / want).max() < 2e-7  # float32's rounding is 6e-8: a few roundings, all the way down
+    assert exp_nonpositive(np.float32(0.0)) == 1.0
+    for v in (-87.0, -100.0, -np.inf, np.nan):  # below float32's normal range, and NaN: 0 (the GELU's NaN
+        assert exp_nonpositive(np.float32(v)) == 0.0  # comes through its other factor, tested above)
