@@ -278,7 +278,8 @@ def pretrain(settings: PretrainSettings, resume_checkpoint: Path | None = None, 
             f"tokens{ranks}, peak lr {settings.lr:g}, warmup {plan.warmup_steps:,} steps")
         if getattr(getattr(model, "config", None), "hidden_act", "gelu") == "gelu" and gelu_kernel_name() == "numba":
             # worth knowing: faster steps, more memory (docs/performance.md)
-            log("exact GELU compiled by numba (faster steps, ~110 MB more per process; MINIBERT_NUMBA=0: NumPy's)")
+            log("exact GELU compiled by numba (a few % faster steps, ~130 MB more per process; "
+                "MINIBERT_NUMBA=0: NumPy's)")
 
     # ---- the loop
     desc = {"distill": "distilling"}.get(getattr(settings, "COMMAND", "pretrain"), "pre-training")
