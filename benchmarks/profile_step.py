@@ -17,7 +17,6 @@ import cProfile
 import os
 import pstats
 import resource
-import time
 
 
 def parse_args():
@@ -34,6 +33,7 @@ os.environ["OPENBLAS_NUM_THREADS"] = os.environ["OMP_NUM_THREADS"] = str(args.th
 
 import numpy as np  # noqa: E402
 
+from matmul_floor import matmul_floor_ms, median_ms  # noqa: E402  (benchmarks/matmul_floor.py)
 from minibert import AdamW, BertConfig, BertForPreTraining, keep_freed_memory  # noqa: E402
 
 keep_freed_memory()
@@ -56,36 +56,6 @@ def make_step(cfg, B, T, seed=0):
         model.backward()
         opt.step()
     return step, int((labels != -100).sum())
-
-
-def median_ms(fn, n):
-    ts = []
-    for _ in range(n):
-        t0 = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t0)
-    return 1000 * float(np.median(ts))
-
-
-def matmul_floor_ms(cfg, B, T, M, n):
-    """The step's matmuls alone (forward, dx and dW of every projection, attention's batched products)."""
-    H, F, V, A = cfg.hidden_size, cfg.intermediate_size, cfg.vocab_size, cfg.num_attention_heads
-    r = np.random.default_rng(0)
-    f = lambda *s: r.standard_normal(s).astype(np.float32)  # noqa: E731
-    N = B * T
-    gemms = [(N, H, 3 * H), (N, H, H), (N, H, F), (N, F, H)] * cfg.num_hidden_layers + [(M, H, H), (M, H, V)]
-    mats = [(f(m, k), f(k, n_), f(m, n_)) for m, k, n_ in gemms]
-    q, kt, p, v = f(B, A, T, H // A), f(B, A, H // A, T), f(B, A, T, T), f(B, A, T, H // A)
-
-    def run():
-        for x, w, y in mats:
-            x @ w  # forward
-            y @ w.T  # dx
-            x.T @ y  # dW
-        for _ in range(cfg.num_hidden_layers):  # scores, context forward; 4 products backward
-            q @ kt, p @ v, p @ v, p.transpose(0, 1, 3, 2) @ v, p @ q, p.transpose(0, 1, 3, 2) @ q
-    run()
-    return median_ms(run, n)
 
 
 def main():

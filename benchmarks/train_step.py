@@ -29,8 +29,10 @@ minibert's exact GELU runs in NumPy or, with numba installed, compiled (minibert
 both times each as its own contender (the processes row too), interleaved with the others; the ratio column
 compares with the first minibert row.
 Runs are interleaved (one step of each in turn) so that a noisy machine slows all of them alike; the ratios are
-what to read. Also prints the float32 matmul peak measured in this run and which OpenBLAS kernel ran, and each
-contender's achieved GFLOP/s as a fraction of that peak.
+what to read. Also prints the float32 matmul peak measured in this run and which OpenBLAS kernel ran, each
+contender's achieved GFLOP/s as a fraction of that peak, and the matmul floor: the step's GEMMs alone at the
+same shapes and threads (benchmarks/matmul_floor.py) over torch's step, the lowest ratio any implementation of
+this algorithm could reach here (for the processes row: one rank's share on its one thread).
 """
 
 import argparse
@@ -71,6 +73,7 @@ if not args.rank_worker:  # the ranks of the processes row need neither (nor the
     import torch  # noqa: E402
     import transformers  # noqa: E402
 
+from matmul_floor import matmul_floor_ms  # noqa: E402  (benchmarks/matmul_floor.py)
 from minibert import AdamW, BertConfig, BertForPreTraining, clip_grad_norm, keep_freed_memory  # noqa: E402
 from minibert.layers.activations import gelu_kernel_name, use_numba_gelu  # noqa: E402
 
@@ -267,6 +270,15 @@ def procs_round(config, B, T, steps, optimizer="sharded", gelu="numpy"):
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def rank_floor_seconds(cfg, B, T, M):
+    """The matmul floor of one rank's share, on the BLAS threads a rank gets (one: set for the measurement)."""
+    from minibert.blas import one_blas_thread
+    if max(1, args.threads // args.procs) == 1 and args.threads > 1:
+        with one_blas_thread():
+            return matmul_floor_ms(cfg, B, T, M, args.steps) / 1000
+    return matmul_floor_ms(cfg, B, T, M, args.steps) / 1000
+
+
 def procs_row(name, cfg, batch, B, T, flops, peak):
     """The full step on args.procs processes against torch eager's full step on all threads, in rounds (and the
     same processes with the whole AdamW step on every rank)."""
@@ -294,6 +306,11 @@ def procs_row(name, cfg, batch, B, T, flops, peak):
         print(f"  full step as `minibert pretrain --procs {args.procs}` runs it ({k} GELU) / torch eager on "
               f"{args.threads} threads: {ours[k] / theirs:.2f}")
     print(f"  (whole AdamW on every process, {kernels[0]} GELU: {whole / theirs:.2f})")
+    M = int((batch[3] != -100).sum())
+    floor = rank_floor_seconds(cfg, B // args.procs, T, M // args.procs)
+    print(f"  matmul floor: one rank's GEMMs alone ({B // args.procs} x {T}, {M // args.procs} masked, "
+          f"{max(1, args.threads // args.procs)} thread) {1000 * floor:.1f} ms = {floor / theirs:.2f} of torch's "
+          f"step: no implementation of this algorithm on these processes gets below that ratio")
 
 
 def main():
@@ -345,6 +362,12 @@ def main():
                     gflops = flops / med / 1e9
                     print(f"  {kind:10s} {c:32s} {1000 * med:9.1f} {B * T / med:10.0f} {gflops:8.1f} "
                           f"{gflops / peak:8.0%} {ours / med:14.2f}")
+        floor = matmul_floor_ms(cfg, B, T, M, args.steps) / 1000
+        torch_full = np.median(times[("torch sparse, eager attention", "full step")])
+        ours_full = np.median(times[(reference, "full step")])
+        print(f"  matmul floor: the step's GEMMs alone ({args.threads} threads) {1000 * floor:.1f} ms = "
+              f"{floor / torch_full:.2f} of torch eager's full step ({ours_full / torch_full:.2f} for minibert's): no "
+              f"implementation of this algorithm on these threads gets below that ratio")
         if args.procs > 1:
             if B % args.procs:
                 print(f"  processes: skipped, batch {B} is not divisible by --procs {args.procs}")

@@ -1,0 +1,41 @@
+"""The matmul floor of a pre-training step: its GEMMs alone, at the same shapes, timed in a loop.
+
+No implementation of the same algorithm on the same BLAS threads can take less time than this, whatever it does
+about the elementwise work and Python; benchmarks/train_step.py divides it by torch's step to show the lowest
+ratio minibert could reach, and benchmarks/profile_step.py sets it beside minibert's own step.
+"""
+
+import time
+
+import numpy as np
+
+
+def median_ms(fn, n):
+    ts = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        fn()
+        ts.append(time.perf_counter() - t0)
+    return 1000 * float(np.median(ts))
+
+
+def matmul_floor_ms(cfg, B, T, M, n):
+    """The step's matmuls alone (forward, dx and dW of every projection, attention's batched products, the MLM
+    transform and decoder at the M masked positions), median of n rounds, in milliseconds."""
+    H, F, V, A = cfg.hidden_size, cfg.intermediate_size, cfg.vocab_size, cfg.num_attention_heads
+    r = np.random.default_rng(0)
+    f = lambda *s: r.standard_normal(s).astype(np.float32)  # noqa: E731
+    N = B * T
+    gemms = [(N, H, 3 * H), (N, H, H), (N, H, F), (N, F, H)] * cfg.num_hidden_layers + [(M, H, H), (M, H, V)]
+    mats = [(f(m, k), f(k, n_), f(m, n_)) for m, k, n_ in gemms]
+    q, kt, p, v = f(B, A, T, H // A), f(B, A, H // A, T), f(B, A, T, T), f(B, A, T, H // A)
+
+    def run():
+        for x, w, y in mats:
+            x @ w  # forward
+            y @ w.T  # dx
+            x.T @ y  # dW
+        for _ in range(cfg.num_hidden_layers):  # scores, context forward; 4 products backward
+            q @ kt, p @ v, p @ v, p.transpose(0, 1, 3, 2) @ v, p @ q, p.transpose(0, 1, 3, 2) @ q
+    run()
+    return median_ms(run, n)
