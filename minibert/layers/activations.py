@@ -8,9 +8,11 @@ NumPy has no erf, so exact GELU needs one:
   otherwise Python's math.erf applied element by element: slower, but identical numbers).
 With numba installed (`pip install 'minibert[fast]'`), the float32 GELU runs the same A&S formula compiled into
 one pass (gelu_numba.py, ~5x faster than the ~23 NumPy passes); MINIBERT_NUMBA=0 keeps this file's NumPy code,
-which stays the reference the compiled loop is tested against.
+which stays the reference the compiled loop is tested against. (`minibert pretrain` keeps NumPy's unless
+MINIBERT_NUMBA=1: there numba buys ~3% for ~150 MB; training/pretrain.py.)
 """
 
+import contextlib
 import math
 import os
 import threading
@@ -112,6 +114,7 @@ def gelu_backward(dout, deriv):
 
 # ---------------------------------------------------------------------------- the compiled GELU, if numba is there
 # MINIBERT_NUMBA: auto (the default: numba's loop if numba is installed), 0 (always NumPy), 1 (numba or an error).
+# Pre-training turns auto into NumPy for its run (training/pretrain.py: numpy_gelu_unless_asked).
 NUMBA_VARIABLE = "MINIBERT_NUMBA"
 _numba_loop = None  # gelu_numba.gelu_forward_loop; False: the NumPy path; None: not decided yet
 
@@ -172,6 +175,20 @@ def use_numba_gelu(enabled):
     previous = None if _numba_loop is None else bool(_numba_loop)
     _numba_loop = None if enabled is None else _load_numba_loop() if enabled else False
     return previous
+
+
+@contextlib.contextmanager
+def numpy_gelu_unless_asked():
+    """NumPy's GELU inside the block, unless MINIBERT_NUMBA says 1 (numba's) or 0 (NumPy's anyway); the choice
+    before the block is put back after it. For work that numba speeds up too little for its memory."""
+    if numba_setting() != "auto":
+        yield
+        return
+    previous = use_numba_gelu(False)
+    try:
+        yield
+    finally:
+        use_numba_gelu(previous)
 
 
 def gelu_kernel_name():

@@ -38,7 +38,7 @@ from minibert.data.examples import PAIR_OBJECTIVES, ExampleStream, collate
 from minibert.data.masking import Masker, continuation_mask
 from minibert.data.prepare import prepare_data
 from minibert.io.atomic import atomic_write_text
-from minibert.layers.activations import gelu_kernel_name, numba_gelu_loop
+from minibert.layers.activations import gelu_kernel_name, numba_gelu_loop, numpy_gelu_unless_asked
 from minibert.layers.loss import IGNORE_INDEX
 from minibert.optim import AdamW, clip_grad_norm
 from minibert.training.budget import Plan, make_plan, measure_step_seconds, replan, steps_that_fit
@@ -151,7 +151,18 @@ def pretrain(settings: PretrainSettings, resume_checkpoint: Path | None = None, 
     """Run (or resume) pre-training; returns the summary also saved as RUN_DIR/summary.json.
 
     comm: a communicator from training/distributed.py (default: one process). With several ranks, every rank
-    calls this; rank 0 returns the summary, the others None."""
+    calls this; rank 0 returns the summary, the others None.
+
+    Pre-training keeps NumPy's GELU unless MINIBERT_NUMBA=1 asks for numba's: for the mini model numba buys ~3%
+    more steps for ~150 MB more memory (docs/performance.md). Distillation (whose teacher is often large) and
+    everything else use numba's when it is installed."""
+    if getattr(settings, "COMMAND", "pretrain") != "pretrain":
+        return _train(settings, resume_checkpoint, run_dir, log, comm)
+    with numpy_gelu_unless_asked():
+        return _train(settings, resume_checkpoint, run_dir, log, comm)
+
+
+def _train(settings: PretrainSettings, resume_checkpoint: Path | None, run_dir: Path | None, log, comm) -> dict:
     settings.validate()
     comm = comm or LocalCommunicator()
     check_divisible(settings.batch_size, comm.size)

@@ -64,8 +64,9 @@ def test_a_bad_minibert_numba_is_one_line_before_any_work(tmp_path, corpus, caps
     assert not (tmp_path / "runs").exists() and not (tmp_path / "cache").exists()  # nothing was started
 
 
-@pytest.mark.parametrize("setting", ["0", "1"])
+@pytest.mark.parametrize("setting", ["0", "1", "auto"])
 def test_the_run_says_when_numba_computes_gelu(tmp_path, corpus, capsys, monkeypatch, setting):
+    # auto: pre-training keeps NumPy's GELU (numba buys it little for much memory); =1 asks for numba's
     from minibert.layers import activations
     if setting == "1":
         pytest.importorskip("numba")
@@ -75,8 +76,10 @@ def test_the_run_says_when_numba_computes_gelu(tmp_path, corpus, capsys, monkeyp
         code = main(["pretrain", "--corpus", str(corpus), "--config", "tiny", "--vocab-size", "200", "--seq-len",
                      "32", "--batch-size", "8", "--steps", "2", "--runs-dir", str(tmp_path / "runs"), "--quiet",
                      "--no-plot", "--no-examples"])
+        after = activations.use_numba_gelu(previous)
     finally:
         activations.use_numba_gelu(previous)
     assert code == 0
     said = "exact GELU compiled by numba" in capsys.readouterr().out
     assert said == (setting == "1")
+    assert after is (None if setting == "auto" else setting == "1")  # auto: the choice put back after the run
