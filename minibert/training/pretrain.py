@@ -38,7 +38,7 @@ from minibert.data.examples import PAIR_OBJECTIVES, ExampleStream, collate
 from minibert.data.masking import Masker, continuation_mask
 from minibert.data.prepare import prepare_data
 from minibert.io.atomic import atomic_write_text
-from minibert.layers.activations import gelu_kernel_name, numba_gelu_loop, numpy_gelu_unless_asked
+from minibert.layers.activations import numba_gelu_loop, numpy_gelu_unless_asked
 from minibert.layers.loss import IGNORE_INDEX
 from minibert.optim import AdamW, clip_grad_norm
 from minibert.training.budget import Plan, make_plan, measure_step_seconds, replan, steps_that_fit
@@ -234,8 +234,8 @@ def _train(settings: PretrainSettings, resume_checkpoint: Path | None, run_dir: 
         optimizer = AdamW(model.params, model.grads, **adamw_options)
     stream = training_stream(settings, data, seq_len)
 
-    if config.hidden_act == "gelu":
-        numba_gelu_loop()  # numba's GELU, if used, is compiled now, not inside the timed evaluation or step probe
+    # numba's GELU, if used, is compiled now, not inside the timed evaluation or step probe
+    numba_gelu = config.hidden_act == "gelu" and numba_gelu_loop() is not None
 
     # ---- where we start, how long we go
     window = Window()
@@ -287,8 +287,7 @@ def _train(settings: PretrainSettings, resume_checkpoint: Path | None, run_dir: 
             f"objective {settings.objective}; "
             f"{plan.total_steps:,} steps{how_long} of {settings.batch_size * settings.grad_accum} x {seq_len} "
             f"tokens{ranks}, peak lr {settings.lr:g}, warmup {plan.warmup_steps:,} steps")
-        if getattr(getattr(model, "config", None), "hidden_act", "gelu") == "gelu" and gelu_kernel_name() == "numba":
-            # worth knowing: faster steps, more memory (docs/performance.md)
+        if numba_gelu:  # worth knowing: faster steps, more memory (docs/performance.md)
             log("exact GELU compiled by numba (a few % faster steps, ~130 MB more per process; "
                 "MINIBERT_NUMBA=0: NumPy's)")
 
