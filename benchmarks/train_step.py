@@ -22,7 +22,8 @@ Three kinds of row, each against the same work in torch:
 References, on the same threads:
   (a) Hugging Face BertForPreTraining (decoder over every position, its default attention)
   (b) the same sparse-prediction model as minibert in PyTorch eager: Hugging Face's modules, the decoder run
-      only at the masked positions, eager (textbook) attention, torch.optim.AdamW
+      only at the masked positions and the last layer, after its attention, only there and at [CLS] (minibert's
+      sparse last layer), eager (textbook) attention, torch.optim.AdamW
   (c) as (b) with torch's fused scaled-dot-product attention
 Every optimizer skips weight decay for biases and LayerNorm, as minibert does.
 minibert's exact GELU runs in NumPy or, with numba installed, compiled (minibert/layers/gelu_numba.py): --gelu
@@ -56,7 +57,10 @@ def parse_args():
     p.add_argument("--gelu", choices=["auto", "numpy", "numba", "both"], default="auto",
                    help="minibert's exact GELU: auto (numba's if installed, as MINIBERT_NUMBA says), numpy, numba, "
                         "or both as two contenders (default auto)")
-    p.add_argument("--rank-worker", nargs=5, metavar=("CONFIG", "B", "T", "STEPS", "OPTIMIZER"),
+    p.add_argument("--dense-last-layer", action="store_true",
+                   help="also time minibert and torch with the last layer on every position (as before the sparse "
+                        "last layer, models/pretraining.py)")
+    p.add_argument("--rank-worker", nargs=6, metavar=("CONFIG", "B", "T", "STEPS", "OPTIMIZER", "LAST_LAYER"),
                    help=argparse.SUPPRESS)
     return p.parse_args()
 
@@ -88,12 +92,26 @@ def no_decay(name):
     return name.endswith("bias") or "LayerNorm" in name
 
 
-def step_flops(cfg, B, T, M):
-    """Multiply-add FLOPs of one training step: 2 per MAC forward, x3 for forward + backward."""
+def step_flops(cfg, B, T, M, R=None):
+    """Multiply-add FLOPs of one training step: 2 per MAC forward, x3 for forward + backward. R: the rows the
+    last layer runs on after its attention (the sparse last layer); None: all B*T."""
     H, F, L, V = cfg.hidden_size, cfg.intermediate_size, cfg.num_hidden_layers, cfg.vocab_size
-    per_layer = 2 * B * T * (4 * H * H + 2 * H * F) + 2 * 2 * B * T * T * H  # projections, FFN, scores and context
+    R = B * T if R is None else R
+    attention = 2 * B * T * 3 * H * H + 2 * 2 * B * T * T * H  # q, k, v projections; scores and context
+    after_attention = 2 * (H * H + 2 * H * F)  # per row: output projection, FFN
+    layers = L * attention + ((L - 1) * B * T + R) * after_attention
     heads = 2 * M * (H * H + H * V) + 2 * B * H * H  # MLM transform + decoder at M positions, pooler
-    return 3 * (L * per_layer + heads)
+    return 3 * (layers + heads)
+
+
+def last_layer_rows(batch, dense=False):
+    """How many rows the last layer runs on after its attention: the masked positions and the [CLS] rows the
+    pooler reads (models/pretraining.py's sparse last layer), or all of them."""
+    ids, _, _, labels, _ = batch
+    if dense:
+        return ids.size
+    B, T = ids.shape
+    return len(np.union1d(np.flatnonzero(labels.reshape(-1) != -100), np.arange(B) * T))
 
 
 def sgemm_peak(n=2048, repeats=5):
@@ -150,9 +168,10 @@ def with_gelu(kernel, steps):
     return {kind: (prepared(prepare), fn) for kind, (prepare, fn) in steps.items()}
 
 
-def minibert_steps(cfg, batch):
+def minibert_steps(cfg, batch, sparse_last_layer=True):
     """{kind: (untimed preparation, timed step)} for minibert."""
     model = BertForPreTraining(cfg, seed=0)
+    model.sparse_last_layer = sparse_last_layer
     opt = AdamW(model.params, model.grads, lr=1e-4)
     ids, types, mask, labels, nsl = batch
 
@@ -176,10 +195,26 @@ def minibert_steps(cfg, batch):
     return {"fwd+bwd": (model.zero_grad, fwd_bwd), "full step": (None, full), "optimizer": (scale_grads, optimizer)}
 
 
-def torch_steps(cfg, batch, sparse, attn):
+def sparse_last_layer(layer, rows):
+    """Hugging Face's last BertLayer made to run, after its attention, on the flat rows (R,) only, as minibert's
+    sparse last layer does; it returns (B, T, H) with zeros elsewhere (the decoder and pooler read only rows)."""
+    def forward(hidden_states, attention_mask=None, *args, **kwargs):
+        B, T, H = hidden_states.shape
+        context = layer.attention.self(hidden_states, attention_mask, **kwargs)[0].reshape(B * T, H)  # every query
+        a = layer.attention.output(context[rows], hidden_states.reshape(B * T, H)[rows])  # (R, H)
+        out = layer.output(layer.intermediate(a), a)  # (R, H)
+        return hidden_states.new_zeros(B * T, H).index_copy(0, rows, out).reshape(B, T, H)
+    layer.forward = forward
+
+
+def torch_steps(cfg, batch, sparse, attn, sparse_last=True):
     hf_cfg = transformers.BertConfig(**{k: v for k, v in cfg.to_dict().items() if k != "architectures"})
     hf_cfg._attn_implementation = attn
     model = transformers.BertForPreTraining(hf_cfg).train()
+    if sparse and sparse_last:
+        B, T = batch[0].shape
+        rows = torch.from_numpy(np.union1d(np.flatnonzero(batch[3].reshape(-1) != -100), np.arange(B) * T))
+        sparse_last_layer(model.bert.encoder.layer[-1], rows)
     named = list(model.named_parameters())
     opt = torch.optim.AdamW([{"params": [p for n, p in named if not no_decay(n)], "weight_decay": 0.01},
                              {"params": [p for n, p in named if no_decay(n)], "weight_decay": 0.0}], lr=1e-4)
@@ -216,7 +251,7 @@ def torch_steps(cfg, batch, sparse, attn):
             "optimizer": (scale_grads, optimizer)}
 
 
-def rank_worker(config, B, T, steps, optimizer):
+def rank_worker(config, B, T, steps, optimizer, last_layer="sparse"):
     """One rank of the processes row: `steps` full steps (after 3 warm-up steps) exactly as the pretrain loop's
     data-parallel path runs them (optimizer "sharded"), or with the whole AdamW step on every rank ("whole", the
     path before training/sharded.py); rank 0 prints the step times as JSON."""
@@ -231,6 +266,7 @@ def rank_worker(config, B, T, steps, optimizer):
                        "next_sentence_label": nsl}, comm.rank, comm.size)
     mlm_weight = (part["labels"] != -100).sum() / (labels != -100).sum()  # as pretrain.py weights a rank's loss
     model = BertForPreTraining(cfg, seed=0)
+    model.sparse_last_layer = last_layer == "sparse"
     sharded = optimizer == "sharded"
     opt = (ShardedAdamW(model.params, model.grads, comm, lr=1e-4) if sharded
            else AdamW(model.params, model.grads, lr=1e-4))
@@ -256,7 +292,7 @@ def rank_worker(config, B, T, steps, optimizer):
         print(json.dumps(times))
 
 
-def procs_round(config, B, T, steps, optimizer="sharded", gelu="numpy"):
+def procs_round(config, B, T, steps, optimizer="sharded", gelu="numpy", last_layer="sparse"):
     """Step times of one round of the processes row (a fresh group of args.procs ranks, with this GELU)."""
     import json
     import subprocess
@@ -264,19 +300,19 @@ def procs_round(config, B, T, steps, optimizer="sharded", gelu="numpy"):
     threads = str(max(1, args.threads // args.procs))  # per rank; the launcher sets them in each rank's environment
     out = subprocess.run([sys.executable, "-m", "minibert.training.procs", "-n", str(args.procs), "--threads",
                           threads, sys.executable, __file__, "--rank-worker", config, str(B), str(T), str(steps),
-                          optimizer],
+                          optimizer, last_layer],
                          capture_output=True, text=True, check=True,
                          env={**os.environ, "MINIBERT_NUMBA": "1" if gelu == "numba" else "0"})
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def rank_floor_seconds(cfg, B, T, M):
+def rank_floor_seconds(cfg, B, T, M, R):
     """The matmul floor of one rank's share, on the BLAS threads a rank gets (one: set for the measurement)."""
     from minibert.blas import one_blas_thread
     if max(1, args.threads // args.procs) == 1 and args.threads > 1:
         with one_blas_thread():
-            return matmul_floor_ms(cfg, B, T, M, args.steps) / 1000
-    return matmul_floor_ms(cfg, B, T, M, args.steps) / 1000
+            return matmul_floor_ms(cfg, B, T, M, args.steps, R) / 1000
+    return matmul_floor_ms(cfg, B, T, M, args.steps, R) / 1000
 
 
 def procs_row(name, cfg, batch, B, T, flops, peak):
@@ -286,18 +322,22 @@ def procs_row(name, cfg, batch, B, T, flops, peak):
     for _ in range(3):
         torch_full()  # warm-up
     kernels = gelu_kernels()
-    ours, whole, theirs = {k: [] for k in kernels}, [], []
+    ours, whole, dense, theirs = {k: [] for k in kernels}, [], [], []
     per_round = max(2, args.steps // 3)
     for _ in range(3):
         for k in kernels:
             ours[k] += procs_round(name, B, T, per_round, gelu=k)
         whole += procs_round(name, B, T, per_round, "whole", gelu=kernels[0])
+        if args.dense_last_layer:
+            dense += procs_round(name, B, T, per_round, gelu=kernels[0], last_layer="dense")
         theirs += [_timed(torch_full) for _ in range(per_round)]
     ours = {k: np.median(v) for k, v in ours.items()}
     whole, theirs = np.median(whole), np.median(theirs)
     first = ours[kernels[0]]
     rows = [(f"minibert, {args.procs} procs, {k} GELU", ours[k]) for k in kernels]
-    rows += [("  same, whole AdamW per process", whole), ("torch sparse, eager attention", theirs)]
+    rows += [("  same, whole AdamW per process", whole)]
+    rows += [("  same, dense last layer", np.median(dense))] if dense else []
+    rows += [("torch sparse, eager attention", theirs)]
     for label, seconds in rows:
         gflops = flops / seconds / 1e9
         print(f"  {'processes':10s} {label:32s} {1000 * seconds:9.1f} {B * T / seconds:10.0f} {gflops:8.1f} "
@@ -307,7 +347,7 @@ def procs_row(name, cfg, batch, B, T, flops, peak):
               f"{args.threads} threads: {ours[k] / theirs:.2f}")
     print(f"  (whole AdamW on every process, {kernels[0]} GELU: {whole / theirs:.2f})")
     M = int((batch[3] != -100).sum())
-    floor = rank_floor_seconds(cfg, B // args.procs, T, M // args.procs)
+    floor = rank_floor_seconds(cfg, B // args.procs, T, M // args.procs, last_layer_rows(batch) // args.procs)
     print(f"  matmul floor: one rank's GEMMs alone ({B // args.procs} x {T}, {M // args.procs} masked, "
           f"{max(1, args.threads // args.procs)} thread) {1000 * floor:.1f} ms = {floor / theirs:.2f} of torch's "
           f"step: no implementation of this algorithm on these processes gets below that ratio")
@@ -315,8 +355,8 @@ def procs_row(name, cfg, batch, B, T, flops, peak):
 
 def main():
     if args.rank_worker:
-        config, B, T, steps, optimizer = args.rank_worker
-        return rank_worker(config, int(B), int(T), int(steps), optimizer)
+        config, B, T, steps, optimizer, last_layer = args.rank_worker
+        return rank_worker(config, int(B), int(T), int(steps), optimizer, last_layer)
     args.procs = args.threads if args.procs is None else args.procs
     torch.set_num_threads(args.threads)
     print(f"threads: {args.threads}   numpy {np.__version__}   torch {torch.__version__}   transformers "
@@ -335,6 +375,10 @@ def main():
         reference = next(iter(contenders))  # the ratio column compares with this one
         contenders |= {"torch sparse, eager attention": torch_steps(cfg, batch, True, "eager"),
                        "torch sparse, sdpa attention": torch_steps(cfg, batch, True, "sdpa")}
+        if args.dense_last_layer:  # both as before the sparse last layer
+            contenders |= {"minibert, dense last layer": with_gelu(gelu_kernels()[0],
+                                                                   minibert_steps(cfg, batch, False)),
+                           "torch sparse, dense last layer": torch_steps(cfg, batch, True, "eager", False)}
         if not args.no_hf:
             contenders["HF BertForPreTraining (dense)"] = torch_steps(cfg, batch, False, "sdpa")
         runs = [(c, kind) for kind in KINDS for c in contenders]
@@ -347,9 +391,11 @@ def main():
                 seconds = _timed(fn)
                 if i >= 3:
                     times[(c, kind)].append(seconds)
-        flops = step_flops(cfg, B, T, M)
-        print(f"\n{name}: batch {B} x {T} tokens, {M} masked, {flops / 1e9:.2f} GFLOP per step (sparse), "
-              f"load average now {os.getloadavg()[0]:.2f}")
+        R = last_layer_rows(batch)
+        flops = step_flops(cfg, B, T, M, R)
+        print(f"\n{name}: batch {B} x {T} tokens, {M} masked, the last layer on {R} rows: {flops / 1e9:.2f} GFLOP per "
+              f"step ({step_flops(cfg, B, T, M) / 1e9:.2f} with the last layer on all rows), load average now "
+              f"{os.getloadavg()[0]:.2f}")
         print(f"  {'kind':10s} {'contender':32s} {'ms/step':>9s} {'tokens/s':>10s} {'GFLOP/s':>8s} {'of peak':>8s} "
               f"{'minibert/this':>14s}")
         for kind in KINDS:
@@ -362,7 +408,7 @@ def main():
                     gflops = flops / med / 1e9
                     print(f"  {kind:10s} {c:32s} {1000 * med:9.1f} {B * T / med:10.0f} {gflops:8.1f} "
                           f"{gflops / peak:8.0%} {ours / med:14.2f}")
-        floor = matmul_floor_ms(cfg, B, T, M, args.steps) / 1000
+        floor = matmul_floor_ms(cfg, B, T, M, args.steps, R) / 1000
         torch_full = np.median(times[("torch sparse, eager attention", "full step")])
         ours_full = np.median(times[(reference, "full step")])
         print(f"  matmul floor: the step's GEMMs alone ({args.threads} threads) {1000 * floor:.1f} ms = "

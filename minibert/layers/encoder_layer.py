@@ -9,11 +9,19 @@ Pre-LN is exactly what transformers' RobertaPreLayerNorm computes (its model add
 last layer, see models/bert.py): the residual path carries x unnormalised from layer to layer, which is why short
 runs train more stably with it. ALBERT's layer is post-LN without the dropout after the feed-forward output.
 
+Rows: a layer whose output is needed at a few positions only (the last layer, when the loss reads only the
+masked positions and [CLS]: models/pretraining.py) takes their flat indices into B*T. Attention still reads
+every position (keys and values), but everything after it (output projection, residual, LayerNorms, the
+feed-forward block) runs on those R rows, and the layer returns (R, H). The kept rows get the same values as
+in the full layer; the feed-forward block is ~3/4 of a layer's matmuls.
+
 Parameter names under the prefix "bert.encoder.layer.{i}.":
   attention.self.{query,key,value}.{weight,bias}, attention.output.dense.{weight,bias}, intermediate.dense.*,
   output.dense.*, and post-LN: attention.output.LayerNorm.*, output.LayerNorm.*
                       pre-LN:  attention.LayerNorm.*, intermediate.LayerNorm.*
 """
+
+import numpy as np
 
 from minibert.layers.activations import get_activation
 from minibert.layers.attention import self_attention_backward, self_attention_forward
@@ -30,8 +38,8 @@ def layer_norm_names(config):
     return PRE_LN_NAMES if config.layer_norm_position == "pre" else POST_LN_NAMES
 
 
-def encoder_layer_forward(x, params, prefix, additive_mask, config, rng, training):
-    # x (B, T, H)
+def encoder_layer_forward(x, params, prefix, additive_mask, config, rng, training, rows=None):
+    # x (B, T, H); rows None, or (R,) sorted flat indices into B*T: then the output is (R, H) (see the top)
     P = lambda name: params[prefix + name]  # noqa: E731  (short local alias keeps the lines readable)
     pre = config.layer_norm_position == "pre"
     ln1, ln2 = (prefix + n for n in layer_norm_names(config))
@@ -48,12 +56,17 @@ def encoder_layer_forward(x, params, prefix, additive_mask, config, rng, trainin
     ctx, probs, c_attn = self_attention_forward(a, params, prefix + "attention.self.", additive_mask,
                                                 config.num_attention_heads, config.attention_probs_dropout_prob,
                                                 rng, training)  # (B, T, H)
+    residual = x  # (B, T, H)
+    if rows is not None:  # from here on, only the rows whose output is needed
+        B, T, H = x.shape
+        ctx, residual = ctx.reshape(B * T, H)[rows], x.reshape(B * T, H)[rows]  # (R, H), (R, H)
+    # Below, (B, T, H) and (B, T, F) read (R, H) and (R, F) when rows are given.
     attn_out, c_ao = linear_forward(ctx, P("attention.output.dense.weight"),
                                     P("attention.output.dense.bias"))  # (B, T, H)
     # DistilBERT has no dropout after the attention's output projection (its config says so)
     p_ao = p_hidden if getattr(config, "attention_output_dropout", True) else 0.0
     attn_out, m_ao = dropout_forward(attn_out, p_ao, rng, training)  # (B, T, H)
-    attn_out += x  # residual
+    attn_out += residual
     h = attn_out
     if not pre:
         h, c_post1 = layernorm_forward(attn_out, g1, b1, eps)  # (B, T, H)
@@ -70,14 +83,15 @@ def encoder_layer_forward(x, params, prefix, additive_mask, config, rng, trainin
     out = ffn_out
     if not pre:
         out, c_post2 = layernorm_forward(ffn_out, g2, b2, eps)  # (B, T, H)
-    cache = (c_pre1, c_attn, c_ao, m_ao, c_post1, c_pre2, c_in, c_act, c_out, m_out, c_post2)
+    cache = (c_pre1, c_attn, c_ao, m_ao, c_post1, c_pre2, c_in, c_act, c_out, m_out, c_post2, rows, x.shape)
     return out, probs, cache
 
 
 def encoder_layer_backward(dout, cache, params, grads, prefix, config):
     """Exact reverse of encoder_layer_forward; returns dx (B, T, H). Parameter gradients are added (+=), so a
-    layer whose weights are shared (ALBERT) collects the sum over its uses."""
-    c_pre1, c_attn, c_ao, m_ao, c_post1, c_pre2, c_in, c_act, c_out, m_out, c_post2 = cache
+    layer whose weights are shared (ALBERT) collects the sum over its uses. dout is (R, H) if the forward was
+    given rows; (B, T, H) and (B, T, F) below then read (R, H) and (R, F) up to the attention."""
+    c_pre1, c_attn, c_ao, m_ao, c_post1, c_pre2, c_in, c_act, c_out, m_out, c_post2, rows, x_shape = cache
     P = lambda name: params[prefix + name]  # noqa: E731
     G = lambda name: grads[prefix + name]  # noqa: E731
     ln1, ln2 = (prefix + n for n in layer_norm_names(config))
@@ -106,8 +120,16 @@ def encoder_layer_backward(dout, cache, params, grads, prefix, config):
     d_attn_out = dropout_backward(d_sum1, m_ao)  # (B, T, H)
     dctx = linear_backward(d_attn_out, c_ao, P("attention.output.dense.weight"), G("attention.output.dense.weight"),
                            G("attention.output.dense.bias"))  # (B, T, H)
+    if rows is not None:  # the rows whose output was not needed have no gradient: zeros in the full (B, T, H)
+        B, T, H = x_shape
+        full = np.zeros((B * T, H), dtype=dctx.dtype)  # (B*T, H)
+        full[rows] = dctx
+        dctx = full.reshape(x_shape)  # (B, T, H)
     dx = self_attention_backward(dctx, c_attn, grads, prefix + "attention.self.")  # (B, T, H) through attention
     if c_pre1 is not None:
         dx = layernorm_backward(dx, c_pre1, *LN1)  # (B, T, H)
-    dx += d_sum1  # (B, T, H) residual
+    if rows is None:
+        dx += d_sum1  # (B, T, H) residual
+    else:
+        dx.reshape(-1, x_shape[-1])[rows] += d_sum1  # (R, H) into the kept rows (distinct: no double counting)
     return dx

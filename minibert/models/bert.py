@@ -5,7 +5,12 @@ Activation recompute (`model.recompute = True`, `minibert pretrain --recompute`)
 layer's input and where the dropout stream stood when the layer began, and drops the layer's cache; the backward
 runs the layer's forward again from those (same input, same dropout masks), then its backward. Memory for
 activations falls from every layer's cache to one layer's cache plus the L inputs (B, T, H); a step costs one
-more forward of the layers. The gradients are the same bits (tests/models/test_recompute.py)."""
+more forward of the layers. The gradients are the same bits (tests/models/test_recompute.py).
+
+Rows of the last layer (`forward(..., rows=...)`): when a loss reads the last hidden state at a few positions only
+(masked-LM training reads the masked positions and, for the pooler, [CLS]), the last layer runs its output
+projection and feed-forward block on those rows only (layers/encoder_layer.py) and `last_hidden_state` is (R, H),
+row r being position rows[r] of the flattened (B*T, H)."""
 
 from __future__ import annotations
 
@@ -101,7 +106,9 @@ class BertEncoder:
         return f"{self.prefix}encoder.layer.{0 if self.model.config.shared_layers else i}."
 
     def forward(self, input_ids, token_type_ids=None, attention_mask=None, output_attentions=False,
-                output_hidden_states=False):
+                output_hidden_states=False, rows=None):
+        """rows: None, or flat indices into B*T of the positions whose last hidden state is needed (see the top);
+        with a pooler, the [CLS] rows are added. The output's `rows` says which rows `last_hidden_state` holds."""
         m, cfg, prefix = self.model, self.model.config, self.prefix
         params, rng, training = m.bert_view(m.params), m.rng, m.training
         # Drop the previous batch's activations now, not when this forward ends: otherwise both batches' caches
@@ -117,6 +124,15 @@ class BertEncoder:
             # keys get probability 0 (Hugging Face uses the same value).
             additive_mask = ((1 - attention_mask[:, None, None, :]) * np.finfo(m.dtype).min).astype(m.dtype)  # (B, 1, 1, T)
 
+        if rows is not None:
+            if output_hidden_states:
+                raise ValueError("rows: the last layer's output at some rows only, but output_hidden_states asks for "
+                                 "all of it")
+            B, T = input_ids.shape
+            rows = np.asarray(rows, dtype=np.int64).reshape(-1)
+            if rows.size and (rows.min() < 0 or rows.max() >= B * T):
+                raise ValueError(f"rows must be flat indices into the {B} x {T} batch, in 0..{B * T - 1}")
+            rows = np.union1d(rows, np.arange(B) * T) if self.has_pooler else np.unique(rows)  # sorted, distinct
         position_ids = roberta_position_ids(input_ids, cfg.pad_token_id) if cfg.roberta_positions else None
         x, c_emb = embedding_forward(params, prefix, input_ids, token_type_ids, cfg.layer_norm_eps,
                                      cfg.hidden_dropout_prob, rng, training, position_ids)  # (B, T, E)
@@ -126,12 +142,14 @@ class BertEncoder:
             x, c_proj = linear_forward(x, w, b)  # (B, T, H)
         hidden_states, attentions, c_layers = [x], [], []
         recompute = m.recompute
-        for i in range(cfg.num_hidden_layers):
+        L = cfg.num_hidden_layers
+        for i in range(L):
+            layer_rows = rows if i == L - 1 else None  # the last layer only: the others' outputs are all read
             # recompute: remember the input and the dropout stream's state instead of the cache (see the top)
-            start = ((x, type(rng.bit_generator), rng.bit_generator.state, additive_mask, training) if recompute
-                     else None)
-            x, probs, c = encoder_layer_forward(x, params, self.layer_prefix(i), additive_mask, cfg, rng,
-                                                training)  # (B, T, H), probs (B, A, T, T)
+            start = ((x, type(rng.bit_generator), rng.bit_generator.state, additive_mask, training, layer_rows)
+                     if recompute else None)
+            x, probs, c = encoder_layer_forward(x, params, self.layer_prefix(i), additive_mask, cfg, rng, training,
+                                                layer_rows)  # (B, T, H) or (R, H); probs (B, A, T, T)
             c_layers.append(start if recompute else c)
             hidden_states.append(x)
             if output_attentions:
@@ -140,9 +158,15 @@ class BertEncoder:
         if cfg.layer_norm_position == "pre":  # pre-LN: the residual stream is normalised once, at the end
             w, b = params[prefix + "LayerNorm.weight"], params[prefix + "LayerNorm.bias"]  # (H,), (H,)
             x, c_final = layernorm_forward(x, w, b, cfg.layer_norm_eps)  # (B, T, H)
-        pooled, c_pool = pooler_forward(x, params, prefix) if self.has_pooler else (None, None)  # (B, H)
-        self._cache = (c_emb, c_proj, c_layers, c_final, c_pool, x.shape, recompute)
-        return ModelOutput(last_hidden_state=x, pooler_output=pooled,
+        pooled = c_pool = cls_rows = None
+        if self.has_pooler:
+            cls_states = x  # (B, T, H): the pooler reads [:, 0]
+            if rows is not None:  # where each sequence's [CLS] is among the rows (forward added them)
+                cls_rows = np.searchsorted(rows, np.arange(input_ids.shape[0]) * input_ids.shape[1])  # (B,)
+                cls_states = x[cls_rows][:, None]  # (B, 1, H)
+            pooled, c_pool = pooler_forward(cls_states, params, prefix)  # (B, H)
+        self._cache = (c_emb, c_proj, c_layers, c_final, c_pool, x.shape, recompute, cls_rows)
+        return ModelOutput(last_hidden_state=x, pooler_output=pooled, rows=rows,
                            attentions=attentions if output_attentions else None,
                            hidden_states=hidden_states if output_hidden_states else None)
 
@@ -151,7 +175,7 @@ class BertEncoder:
             raise ValueError("backward() called before forward()")
         m, cfg, prefix = self.model, self.model.config, self.prefix
         params, grads = m.bert_view(m.params), m.bert_view(m.grads)
-        c_emb, c_proj, c_layers, c_final, c_pool, shape, recompute = self._cache  # shape = (B, T, H)
+        c_emb, c_proj, c_layers, c_final, c_pool, shape, recompute, cls_rows = self._cache  # (B, T, H) or (R, H)
         if d_last_hidden_state is None:
             dx = np.zeros(shape, dtype=m.dtype)
         else:
@@ -162,9 +186,14 @@ class BertEncoder:
             if c_pool is None:
                 raise ValueError("d_pooler_output given, but this model has no pooler (add_pooling_layer=False)")
             d_pooled = np.asarray(d_pooler_output, dtype=m.dtype)  # (B, H)
-            if d_pooled.shape != (shape[0], shape[2]):
-                raise ValueError(f"d_pooler_output has shape {d_pooled.shape}, expected {(shape[0], shape[2])}")
-            dx[:, 0] += pooler_backward(d_pooled, c_pool, params, grads, prefix)  # only [CLS] feeds the pooler
+            B = shape[0] if cls_rows is None else len(cls_rows)
+            if d_pooled.shape != (B, shape[-1]):
+                raise ValueError(f"d_pooler_output has shape {d_pooled.shape}, expected {(B, shape[-1])}")
+            d_cls = pooler_backward(d_pooled, c_pool, params, grads, prefix)  # (B, H): only [CLS] feeds the pooler
+            if cls_rows is None:
+                dx[:, 0] += d_cls
+            else:
+                dx[cls_rows] += d_cls
         self._cache = None  # the layers' activations are freed one by one, as soon as their backward is done
         if c_final is not None:  # dx (B, T, H) before the final LayerNorm
             dx = layernorm_backward(dx, c_final, params[prefix + "LayerNorm.weight"],
@@ -180,7 +209,7 @@ class BertEncoder:
                                  grads[self.projection + "bias"])  # (B, T, E)
         embedding_backward(dx, c_emb, params, grads, prefix, cfg.pad_token_id)
 
-    def _recompute_layer(self, i, x, bit_generator, rng_state, additive_mask, training):
+    def _recompute_layer(self, i, x, bit_generator, rng_state, additive_mask, training, rows):
         """Layer i's forward again, on its saved input and with the dropout masks it drew the first time; returns
         its cache. A generator of the same kind, set to the saved state, replays the stream; the model's own
         generator is not touched, so the steps that follow draw what they would have drawn without recompute."""
@@ -188,7 +217,7 @@ class BertEncoder:
         replay = np.random.Generator(bit_generator())
         replay.bit_generator.state = rng_state
         _, _, cache = encoder_layer_forward(x, m.bert_view(m.params), self.layer_prefix(i), additive_mask,
-                                            m.config, replay, training)
+                                            m.config, replay, training, rows)
         return cache
 
 

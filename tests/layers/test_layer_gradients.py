@@ -176,10 +176,13 @@ def test_embeddings_with_repeated_ids():
     assert np.all(grads[word][[0, 1, 2, 4, 6]] == 0)  # [PAD] and the unused rows untouched
 
 
+@pytest.mark.parametrize("rows", [None, np.array([0, 3, 6, 7])], ids=["all rows", "some rows"])
 @pytest.mark.parametrize("act,model_type", [("gelu", "bert"), ("gelu_new", "bert"), ("relu", "bert"),
                                             ("gelu", "roberta-prelayernorm"), ("gelu_new", "albert")])
-def test_encoder_layer(act, model_type):
-    """Post-LN (BERT), pre-LN (RobertaPreLayerNorm's layer) and ALBERT's layer (no dropout after the FFN)."""
+def test_encoder_layer(act, model_type, rows):
+    """Post-LN (BERT), pre-LN (RobertaPreLayerNorm's layer) and ALBERT's layer (no dropout after the FFN); with
+    rows, the layer's output at some flat positions only (the sparse last layer: every position still feeds
+    attention, so every x gets a gradient)."""
     cfg = small_config(hidden_act=act, hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1,
                        model_type=model_type)
     shapes = {k: v for k, v in bert_param_shapes(cfg, "", pooler=False).items() if k.startswith("encoder.layer.0.")}
@@ -187,10 +190,11 @@ def test_encoder_layer(act, model_type):
     x = randn(2, 5, 8)
     mask = np.array([[1, 1, 1, 1, 0], [1, 1, 1, 1, 1]])
     additive = (1 - mask[:, None, None, :]) * np.finfo(np.float64).min
-    R = randn(2, 5, 8)
+    R = randn(2, 5, 8) if rows is None else randn(len(rows), 8)
 
     def run():
-        return encoder_layer_forward(x, params, "encoder.layer.0.", additive, cfg, np.random.default_rng(9), True)
+        return encoder_layer_forward(x, params, "encoder.layer.0.", additive, cfg, np.random.default_rng(9), True,
+                                     rows)
 
     f = lambda: float((run()[0] * R).sum())  # noqa: E731
     _, _, cache = run()

@@ -112,7 +112,7 @@ def test_inference_paths_keep_no_layer_activations_and_restore_the_model():
     rng = np.random.default_rng(0)
     encoded = [(rng.integers(5, 53, n), np.zeros(n, dtype=np.int64)) for n in (5, 9, 12)]
     kept = [len(entry) for _, _ in forward_in_batches(model, encoded, 0, batch_size=2) for entry in model.bert._cache[2]]
-    assert kept == [5] * (2 * cfg.num_hidden_layers)  # (input, generator, state, mask, training) per layer
+    assert kept == [6] * (2 * cfg.num_hidden_layers)  # (input, generator, state, mask, training, rows) per layer
     assert model.training and not model.recompute
     vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"w{i}" for i in range(48)]
     encoder = SentenceEncoder(model, WordPieceTokenizer(vocab))

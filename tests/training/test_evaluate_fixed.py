@@ -57,7 +57,7 @@ def test_evaluation_keeps_no_layer_activations_and_leaves_the_model_as_it_was():
     metrics = evaluate(model, batches, use_nsp=False)
     assert model.training and not model.recompute
     layers = model.bert._cache[2]  # per layer: its input and dropout state only, not the layer's cache
-    assert all(len(entry) == 5 and entry[0].ndim == 3 for entry in layers)
+    assert all(len(entry) == 6 and entry[0].ndim == 3 for entry in layers)  # (input, generator, state, ...)
     by_hand = model.eval().forward(batches[0]["input_ids"], batches[0]["token_type_ids"],
                                    batches[0]["attention_mask"], labels=batches[0]["labels"])
     assert len(model.bert._cache[2][0]) > 5  # the same forward without recompute keeps the layer's cache
