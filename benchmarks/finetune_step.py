@@ -2,6 +2,10 @@
 
     python benchmarks/finetune_step.py                     # 10 steps, B=16, T=128, one thread
     python benchmarks/finetune_step.py --steps 20 --threads 2
+    python benchmarks/finetune_step.py --dense-last-layer  # also minibert with its last layer on every position
+
+minibert's classifier runs its last layer, after the attention, at [CLS] only (the sparse last layer,
+models/bert.py): the head reads nothing else. transformers runs it at every position.
 
 Dropout is off, so the two runs are the same computation: their losses must agree step after step (to float32
 rounding), which checks the whole loop (forward, backward, clipping, AdamW, warmup/decay) and not only one
@@ -20,6 +24,8 @@ def parse_args():
     p.add_argument("--max-length", type=int, default=128)
     p.add_argument("--lr", type=float, default=1e-4)
     p.add_argument("--threads", type=int, default=int(os.environ.get("OPENBLAS_NUM_THREADS", 1)))
+    p.add_argument("--dense-last-layer", action="store_true",
+                   help="also time minibert with the last layer on every position (model.sparse_last_layer = False)")
     return p.parse_args()
 
 
@@ -46,8 +52,16 @@ names = ["negative", "neutral", "positive"]
 encoded = encode_examples(load_tokenizer(minilm_dir()), task.train, args.max_length)
 y = label_ids(task.train, {n: i for i, n in enumerate(names)})
 
-ours = load_for_finetuning(minilm_dir(), names, log=lambda message: None)
-ours.config.hidden_dropout_prob = ours.config.attention_probs_dropout_prob = ours.classifier_dropout = 0.0
+def minibert_classifier(sparse_last_layer=True):
+    model = load_for_finetuning(minilm_dir(), names, log=lambda message: None)
+    model.config.hidden_dropout_prob = model.config.attention_probs_dropout_prob = model.classifier_dropout = 0.0
+    model.sparse_last_layer = sparse_last_layer
+    model.train()
+    return model, AdamW(model.params, model.grads, lr=args.lr, weight_decay=0.01)
+
+
+ours, optimizer = minibert_classifier()
+dense = minibert_classifier(False) if args.dense_last_layer else None
 hf_config = transformers.BertConfig(**{k: v for k, v in ours.config.to_dict().items()
                                        if k not in ("id2label", "label2id")}, num_labels=3,
                                     attn_implementation="eager")
@@ -55,9 +69,7 @@ theirs = transformers.BertForSequenceClassification(hf_config)
 state = theirs.state_dict()
 for name, p in ours.params.items():  # the same starting point, new head included
     state[name].copy_(torch.from_numpy(p))
-ours.train()
 theirs.train()
-optimizer = AdamW(ours.params, ours.grads, lr=args.lr, weight_decay=0.01)
 no_decay = lambda n: n.endswith("bias") or "LayerNorm" in n  # noqa: E731
 torch_optimizer = torch.optim.AdamW(
     [{"params": [p for n, p in theirs.named_parameters() if not no_decay(n)], "weight_decay": 0.01},
@@ -66,7 +78,7 @@ torch_optimizer = torch.optim.AdamW(
 B = args.batch_size
 order = np.random.default_rng(0).permutation(len(encoded))
 warmup = max(1, args.steps // 10)
-times, worst = {"minibert": [], "torch": []}, 0.0
+times, worst = {"minibert": [], "torch": [], "dense": []}, 0.0
 print(f"MiniLM fine-tuning step, B={B}, T<={args.max_length}, {args.threads} thread(s)")
 for step in range(args.steps):
     chosen = order[(step * B) % (len(order) - B):][:B]
@@ -91,8 +103,22 @@ for step in range(args.steps):
     times["minibert"].append(t1 - t0)
     times["torch"].append(t2 - t1)
     worst = max(worst, abs(out.loss - ref.loss.item()))
+    if dense is not None:  # the same step with the last layer everywhere: must give the same loss
+        model, opt = dense
+        t3 = time.perf_counter()
+        loss = model.forward(ids, types, mask, labels=y[chosen]).loss
+        model.backward()
+        clip_grad_norm(model.grads, 1.0)
+        opt.step(lr)
+        model.zero_grad()
+        times["dense"].append(time.perf_counter() - t3)
+        worst = max(worst, abs(loss - ref.loss.item()))
     print(f"step {step:3d}  T={ids.shape[1]:3d}  loss minibert {out.loss:.5f}  torch {ref.loss.item():.5f}  "
           f"time {t1 - t0:.2f} s / {t2 - t1:.2f} s")
 ours_ms, torch_ms = (1000 * np.median(times[k][1:]) for k in ("minibert", "torch"))
 print(f"median ms/step: minibert {ours_ms:.0f}, torch {torch_ms:.0f}; minibert / torch = {ours_ms / torch_ms:.2f}")
+if dense is not None:
+    dense_ms = 1000 * np.median(times["dense"][1:])
+    print(f"minibert with its last layer on every position: {dense_ms:.0f} ms/step, / torch = "
+          f"{dense_ms / torch_ms:.2f}; the sparse last layer takes {1 - ours_ms / dense_ms:.0%} off")
 print(f"largest loss difference over {args.steps} steps: {worst:.2e}")

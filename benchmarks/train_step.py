@@ -4,6 +4,7 @@
     python benchmarks/train_step.py --configs mini --threads 1 --no-hf
 
     python benchmarks/train_step.py --configs mini --batch 16 64 --procs 2   # as `minibert pretrain` runs
+    python benchmarks/train_step.py --configs mini --batch 16 64 --mask-prob 0.4 --dense-last-layer
     python benchmarks/train_step.py --configs mini --batch 16 64 --no-hf --gelu both   # NumPy and numba GELU
 
 Three kinds of row, each against the same work in torch:
@@ -57,6 +58,9 @@ def parse_args():
     p.add_argument("--gelu", choices=["auto", "numpy", "numba", "both"], default="auto",
                    help="minibert's exact GELU: auto (numba's if installed, as MINIBERT_NUMBA says), numpy, numba, "
                         "or both as two contenders (default auto)")
+    p.add_argument("--mask-prob", type=float, default=0.15,
+                   help="share of the real tokens masked in the timed batch (default 0.15, BERT's; `minibert "
+                        "pretrain` masks 0.4 by default)")
     p.add_argument("--dense-last-layer", action="store_true",
                    help="also time minibert and torch with the last layer on every position (as before the sparse "
                         "last layer, models/pretraining.py)")
@@ -147,7 +151,7 @@ def make_batch(cfg, B, T, seed=0):
     mask[B // 2:, T - T // 4:] = 0  # some padding, as real batches have
     types = np.zeros((B, T), dtype=np.int64)
     types[:, T // 2:] = 1
-    labels = np.where((rng.random((B, T)) < 0.15) & (mask == 1), ids, -100)
+    labels = np.where((rng.random((B, T)) < args.mask_prob) & (mask == 1), ids, -100)
     nsl = rng.integers(0, 2, B)
     return ids, types, mask, labels, nsl
 
@@ -299,8 +303,8 @@ def procs_round(config, B, T, steps, optimizer="sharded", gelu="numpy", last_lay
     import sys
     threads = str(max(1, args.threads // args.procs))  # per rank; the launcher sets them in each rank's environment
     out = subprocess.run([sys.executable, "-m", "minibert.training.procs", "-n", str(args.procs), "--threads",
-                          threads, sys.executable, __file__, "--rank-worker", config, str(B), str(T), str(steps),
-                          optimizer, last_layer],
+                          threads, sys.executable, __file__, "--mask-prob", str(args.mask_prob),
+                          "--rank-worker", config, str(B), str(T), str(steps), optimizer, last_layer],
                          capture_output=True, text=True, check=True,
                          env={**os.environ, "MINIBERT_NUMBA": "1" if gelu == "numba" else "0"})
     return json.loads(out.stdout.strip().splitlines()[-1])

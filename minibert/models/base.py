@@ -25,6 +25,10 @@ class Model:
     # Subclasses also define param_shapes(): every parameter's Hugging Face name and shape.
     base_prefix = ""
     sub_models = ()  # attributes holding models inside this one (ELECTRA's generator and discriminator)
+    # A model whose loss reads the last hidden state at a few positions only (masked-LM training: the masked
+    # positions; sequence classification: [CLS]) runs its last encoder layer, after the attention, at those rows
+    # only (models/bert.py). Same numbers; False runs it everywhere.
+    sparse_last_layer = True
 
     def __init__(self, config: BertConfig, seed: int = 0, dtype=np.float32, init_weights: bool = True):
         """init_weights=False leaves every parameter at zero, for a caller that overwrites them all at once

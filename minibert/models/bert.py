@@ -107,8 +107,9 @@ class BertEncoder:
 
     def forward(self, input_ids, token_type_ids=None, attention_mask=None, output_attentions=False,
                 output_hidden_states=False, rows=None):
-        """rows: None, or flat indices into B*T of the positions whose last hidden state is needed (see the top);
-        with a pooler, the [CLS] rows are added. The output's `rows` says which rows `last_hidden_state` holds."""
+        """rows: None, or flat indices into B*T of the positions whose last hidden state is needed (see the top),
+        or "cls" for each sequence's first position; with a pooler, the [CLS] rows are added. The output's `rows`
+        says which rows `last_hidden_state` holds."""
         m, cfg, prefix = self.model, self.model.config, self.prefix
         params, rng, training = m.bert_view(m.params), m.rng, m.training
         # Drop the previous batch's activations now, not when this forward ends: otherwise both batches' caches
@@ -129,6 +130,7 @@ class BertEncoder:
                 raise ValueError("rows: the last layer's output at some rows only, but output_hidden_states asks for "
                                  "all of it")
             B, T = input_ids.shape
+            rows = np.arange(B) * T if isinstance(rows, str) and rows == "cls" else rows
             rows = np.asarray(rows, dtype=np.int64).reshape(-1)
             if rows.size and (rows.min() < 0 or rows.max() >= B * T):
                 raise ValueError(f"rows must be flat indices into the {B} x {T} batch, in 0..{B * T - 1}")

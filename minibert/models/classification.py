@@ -76,7 +76,10 @@ class BertForSequenceClassification(ClassLabels, Model):
     def forward(self, input_ids, token_type_ids=None, attention_mask=None, labels=None, output_attentions=False,
                 output_hidden_states=False):
         self._cache = None  # a forward that fails must not leave an older batch's caches for backward()
-        out = self.bert.forward(input_ids, token_type_ids, attention_mask, output_attentions, output_hidden_states)
+        # The head reads [CLS] only: the last layer runs there only after its attention (models/bert.py)
+        rows = "cls" if self.sparse_last_layer and not output_hidden_states else None
+        out = self.bert.forward(input_ids, token_type_ids, attention_mask, output_attentions, output_hidden_states,
+                                rows=rows)
         pooled, c_pool = self._pool_forward(out)  # (B, H)
         x, drop_mask = dropout_forward(pooled, self.classifier_dropout, self.rng, self.training)  # (B, H)
         logits, c_lin = linear_forward(x, self.params["classifier.weight"], self.params["classifier.bias"])  # (B, C)

@@ -36,8 +36,9 @@ class DistilBertForSequenceClassification(_DistilBertNames, BertForSequenceClass
                 "classifier.weight": (self.num_labels, H), "classifier.bias": (self.num_labels,)}
 
     def _pool_forward(self, out):
-        h = out.last_hidden_state  # (B, T, H)
-        z, c_lin = linear_forward(h[:, 0], self.params["pre_classifier.weight"],
+        h = out.last_hidden_state  # (B, T, H), or (B, H): the [CLS] rows only (the sparse last layer)
+        cls = h[:, 0] if h.ndim == 3 else h  # (B, H)
+        z, c_lin = linear_forward(cls, self.params["pre_classifier.weight"],
                                   self.params["pre_classifier.bias"])  # (B, H)
         pooled, c_relu = relu_forward(z)  # (B, H)
         return pooled, (c_lin, c_relu, h.shape)
@@ -45,7 +46,11 @@ class DistilBertForSequenceClassification(_DistilBertNames, BertForSequenceClass
     def _pool_backward(self, dpooled, cache):
         c_lin, c_relu, shape = cache
         dz = relu_backward(dpooled, c_relu)  # (B, H)
+        d_cls = linear_backward(dz, c_lin, self.params["pre_classifier.weight"], self.grads["pre_classifier.weight"],
+                                self.grads["pre_classifier.bias"])  # (B, H)
+        if len(shape) == 2:  # the last layer ran at [CLS] only
+            self.bert.backward(d_cls, None)
+            return
         dh = np.zeros(shape, dtype=self.dtype)  # (B, T, H): only [CLS] feeds the head
-        dh[:, 0] = linear_backward(dz, c_lin, self.params["pre_classifier.weight"], self.grads["pre_classifier.weight"],
-                                   self.grads["pre_classifier.bias"])
+        dh[:, 0] = d_cls
         self.bert.backward(dh, None)

@@ -1,13 +1,14 @@
 """The sparse last layer (models/pretraining.py, models/bert.py): with labels, a masked-LM model runs its last
-encoder layer after the attention only at the positions the loss reads (and [CLS] for the pooler). The loss, the
-logits and every gradient must be those of the full layer, in every family that runs on the shared encoder, and
-the last layer must really have run on those rows only."""
+encoder layer after the attention only at the positions the loss reads (and [CLS] for the pooler), and a sequence
+classifier only at [CLS]. The loss, the logits and every gradient must be those of the full layer, in every
+family that runs on the shared encoder, and the last layer must really have run on those rows only."""
 
 import numpy as np
 import pytest
 
 import minibert.models.bert as bert_module
-from minibert import BertConfig, BertForMaskedLM, BertForPreTraining, DistilBertConfig, DistilBertForMaskedLM
+from minibert import (BertConfig, BertForMaskedLM, BertForPreTraining, BertForSequenceClassification,
+                      DistilBertConfig, DistilBertForMaskedLM, DistilBertForSequenceClassification)
 from minibert.models.electra import ElectraForMaskedLM
 
 SIZES = dict(vocab_size=53, hidden_size=24, num_hidden_layers=3, num_attention_heads=4, intermediate_size=40,
@@ -120,3 +121,40 @@ def test_the_encoders_rows_are_checked():
     np.testing.assert_array_equal(out.rows, [2, 7])
     full = model.bert.forward(ids, None, mask).last_hidden_state.reshape(33, -1)
     np.testing.assert_allclose(out.last_hidden_state, full[[2, 7]], rtol=1e-12)
+
+
+CLASSIFIERS = {  # the head reads [CLS] through the pooler (BERT) or directly (DistilBERT's pre_classifier)
+    "bert": lambda: BertForSequenceClassification(BertConfig(**SIZES), num_labels=3, seed=3, dtype=np.float64),
+    "distilbert": lambda: DistilBertForSequenceClassification(DistilBertConfig(**SIZES), num_labels=3, seed=3,
+                                                              dtype=np.float64),
+}
+
+
+@pytest.mark.parametrize("family", list(CLASSIFIERS))
+def test_a_classifier_runs_its_last_layer_at_cls_only_with_the_same_numbers(family, monkeypatch):
+    model, shapes = CLASSIFIERS[family](), record_layer_output_shapes(monkeypatch)
+    ids, mask, _ = batch(model.config.vocab_size)
+    results = {}
+    for sparse in (False, True):
+        model.sparse_last_layer = sparse
+        shapes.clear()
+        model.zero_grad()
+        model.rng = np.random.default_rng(7)  # the same classifier dropout (DistilBERT's seq_classif_dropout)
+        out = model.forward(ids, None, mask, labels=np.array([0, 2, 1]))
+        model.backward()
+        results[sparse] = out, {k: g.copy() for k, g in model.grads.items()}, list(shapes)
+    (dense_out, dense_grads, dense_shapes), (sparse_out, sparse_grads, sparse_shapes) = results[False], results[True]
+    np.testing.assert_allclose(sparse_out.loss, dense_out.loss, rtol=1e-13)
+    np.testing.assert_allclose(sparse_out.logits, dense_out.logits, rtol=1e-11, atol=1e-13)
+    for name, g in dense_grads.items():
+        np.testing.assert_allclose(sparse_grads[name], g, rtol=1e-9, atol=1e-13, err_msg=name)
+    L, H = model.config.num_hidden_layers, model.config.hidden_size
+    assert dense_shapes == [(3, 11, H)] * L
+    assert sparse_shapes == [(3, 11, H)] * (L - 1) + [(3, H)]  # one row per sequence: its [CLS]
+    # a single sequence given as a 1-D array, and hidden states asked for (the whole last layer); no dropout
+    model.eval()
+    logits = model.forward(ids, None, mask).logits
+    np.testing.assert_allclose(model.forward(ids[0]).logits, logits[:1], rtol=1e-11)  # row 0 has no padding
+    out = model.forward(ids, None, mask, output_hidden_states=True)
+    assert out.hidden_states[-1].shape == (3, 11, H)
+    np.testing.assert_allclose(out.logits, logits, rtol=1e-12)
