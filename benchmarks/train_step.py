@@ -27,6 +27,8 @@ References, on the same threads:
       sparse last layer), eager (textbook) attention, torch.optim.AdamW
   (c) as (b) with torch's fused scaled-dot-product attention
 Every optimizer skips weight decay for biases and LayerNorm, as minibert does.
+--dense-last-layer adds minibert and (b) with the last layer on every position, as before the sparse last layer;
+the GFLOP/s columns count the sparse algorithm's FLOPs for every row (the dense rows, and (a), do more work).
 minibert's exact GELU runs in NumPy or, with numba installed, compiled (minibert/layers/gelu_numba.py): --gelu
 both times each as its own contender (the processes row too), interleaved with the others; the ratio column
 compares with the first minibert row.

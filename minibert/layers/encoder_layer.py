@@ -13,7 +13,7 @@ Rows: a layer whose output is needed at a few positions only (the last layer, wh
 masked positions and [CLS]: models/pretraining.py) takes their flat indices into B*T. Attention still reads
 every position (keys and values), but everything after it (output projection, residual, LayerNorms, the
 feed-forward block) runs on those R rows, and the layer returns (R, H). The kept rows get the same values as
-in the full layer; the feed-forward block is ~3/4 of a layer's matmuls.
+in the full layer; the output projection and the feed-forward block are 3/4 of a layer's matmuls.
 
 Parameter names under the prefix "bert.encoder.layer.{i}.":
   attention.self.{query,key,value}.{weight,bias}, attention.output.dense.{weight,bias}, intermediate.dense.*,
@@ -131,5 +131,7 @@ def encoder_layer_backward(dout, cache, params, grads, prefix, config):
     if rows is None:
         dx += d_sum1  # (B, T, H) residual
     else:
-        dx.reshape(-1, x_shape[-1])[rows] += d_sum1  # (R, H) into the kept rows (distinct: no double counting)
+        flat = dx.reshape(-1, x_shape[-1])  # (B*T, H); a copy if dx were not contiguous, hence the reshape back
+        flat[rows] += d_sum1  # (R, H) into the kept rows (distinct: no double counting)
+        dx = flat.reshape(x_shape)  # (B, T, H)
     return dx

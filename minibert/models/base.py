@@ -25,10 +25,7 @@ class Model:
     # Subclasses also define param_shapes(): every parameter's Hugging Face name and shape.
     base_prefix = ""
     sub_models = ()  # attributes holding models inside this one (ELECTRA's generator and discriminator)
-    # A model whose loss reads the last hidden state at a few positions only (masked-LM training: the masked
-    # positions; sequence classification: [CLS]) runs its last encoder layer, after the attention, at those rows
-    # only (models/bert.py). Same numbers; False runs it everywhere.
-    sparse_last_layer = True
+    _sparse_last_layer = True  # see the sparse_last_layer property
 
     def __init__(self, config: BertConfig, seed: int = 0, dtype=np.float32, init_weights: bool = True):
         """init_weights=False leaves every parameter at zero, for a caller that overwrites them all at once
@@ -86,6 +83,21 @@ class Model:
         for name in self.sub_models:
             getattr(self, name).set_recompute(on)
         return self
+
+    @property
+    def sparse_last_layer(self) -> bool:
+        """A model whose loss reads the last hidden state at a few positions only (masked-LM training: the masked
+        positions; sequence classification: [CLS]) runs its last encoder layer, after the attention, at those
+        rows only (models/bert.py): the same loss and gradients (with dropout on, the same in distribution: that
+        layer draws fewer dropout numbers), fewer FLOPs. Set it to False to run the layer everywhere (a model
+        made of others, ELECTRA's pre-trainer, passes it on to them)."""
+        return self._sparse_last_layer
+
+    @sparse_last_layer.setter
+    def sparse_last_layer(self, on: bool):
+        self._sparse_last_layer = bool(on)
+        for name in self.sub_models:
+            getattr(self, name).sparse_last_layer = on
 
     def zero_grad(self):
         if self.grads.intact():

@@ -130,8 +130,14 @@ class BertEncoder:
                 raise ValueError("rows: the last layer's output at some rows only, but output_hidden_states asks for "
                                  "all of it")
             B, T = input_ids.shape
-            rows = np.arange(B) * T if isinstance(rows, str) and rows == "cls" else rows
-            rows = np.asarray(rows, dtype=np.int64).reshape(-1)
+            if isinstance(rows, str):
+                if rows != "cls":
+                    raise ValueError(f"rows must be flat indices into B*T or \"cls\", got {rows!r}")
+                rows = np.arange(B) * T
+            rows = np.asarray(rows)
+            if rows.size and not np.issubdtype(rows.dtype, np.integer):
+                raise ValueError(f"rows must be integer flat indices into B*T, got dtype {rows.dtype}")
+            rows = rows.astype(np.int64).reshape(-1)
             if rows.size and (rows.min() < 0 or rows.max() >= B * T):
                 raise ValueError(f"rows must be flat indices into the {B} x {T} batch, in 0..{B * T - 1}")
             rows = np.union1d(rows, np.arange(B) * T) if self.has_pooler else np.unique(rows)  # sorted, distinct

@@ -9,7 +9,8 @@ and the loss is the same because unlabelled positions contribute nothing to it. 
 The same reasoning reaches one layer further down (the sparse last layer, `Model.sparse_last_layer`, on by
 default): the last encoder layer's output is read only at those positions (and at [CLS] by the pooler), so after
 its attention, which still reads every position, it runs on those rows only (models/bert.py,
-layers/encoder_layer.py). The loss, the logits and every gradient are those of the full layer; a mini step at
+layers/encoder_layer.py). The loss, the logits and every gradient are those of the full layer (with dropout on,
+in distribution: that layer draws fewer dropout numbers); a mini step at
 15% masking does ~17% fewer FLOPs. It is off when the whole last hidden state is asked for
 (output_hidden_states, or no labels).
 """

@@ -7,6 +7,7 @@ import pytest
 
 from minibert import BertConfig, BertForPreTraining, DistilBertConfig, DistilBertForMaskedLM
 from minibert.models.electra_pretraining import ElectraPretrainer
+from masked_batches import padded_masked_batch
 from recompute_helpers import record_recomputed_layers
 
 DROPOUT = dict(hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1)
@@ -25,18 +26,7 @@ FAMILIES = {
 
 
 def batch(vocab_size, seed):
-    rng = np.random.default_rng(seed)
-    ids = rng.integers(5, vocab_size, (3, 11))
-    mask = np.ones_like(ids)
-    mask[1, 8:] = 0
-    mask[2, 5:] = 0
-    ids[mask == 0] = 0
-    labels = np.full(ids.shape, -100)
-    labels[0, [1, 6]] = ids[0, [1, 6]]
-    labels[1, [2, 3, 7]] = ids[1, [2, 3, 7]]
-    labels[2, [1]] = ids[2, [1]]
-    ids = np.where(labels != -100, 4, ids)
-    return ids, mask, labels
+    return padded_masked_batch(vocab_size, {0: [1, 6], 1: [2, 3, 7], 2: [1]}, seed)
 
 
 def step(model, seed):

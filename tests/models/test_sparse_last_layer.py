@@ -10,6 +10,7 @@ import minibert.models.bert as bert_module
 from minibert import (BertConfig, BertForMaskedLM, BertForPreTraining, BertForSequenceClassification,
                       DistilBertConfig, DistilBertForMaskedLM, DistilBertForSequenceClassification)
 from minibert.models.electra import ElectraForMaskedLM
+from masked_batches import padded_masked_batch
 
 SIZES = dict(vocab_size=53, hidden_size=24, num_hidden_layers=3, num_attention_heads=4, intermediate_size=40,
              max_position_embeddings=16, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
@@ -28,18 +29,8 @@ FAMILIES = {  # name: (model, whether it has a pooler and an NSP head)
 
 
 def batch(vocab_size):
-    rng = np.random.default_rng(0)
-    ids = rng.integers(5, vocab_size, (3, 11))
-    mask = np.ones_like(ids)
-    mask[1, 8:] = 0
-    mask[2, 5:] = 0
-    ids[mask == 0] = 0
-    labels = np.full(ids.shape, -100)
-    labels[0, [1, 6, 10]] = ids[0, [1, 6, 10]]
-    labels[1, [0, 3, 7]] = ids[1, [0, 3, 7]]  # position 0: a [CLS] row that the loss reads as well
-    labels[2, [4]] = ids[2, [4]]
-    ids = np.where(labels != -100, 4, ids)
-    return ids, mask, labels
+    # row 1's position 0: a [CLS] row that the loss reads as well (counted once among the last layer's rows)
+    return padded_masked_batch(vocab_size, {0: [1, 6, 10], 1: [0, 3, 7], 2: [4]})
 
 
 def record_layer_output_shapes(monkeypatch) -> list:
@@ -110,11 +101,30 @@ def test_a_gradient_for_the_whole_last_hidden_state_needs_the_whole_last_layer()
     model.backward(d_last_hidden_state=d_hidden)  # fine
 
 
+def test_switching_it_off_reaches_the_models_inside_electras_pretrainer(monkeypatch):
+    from minibert.models.electra_pretraining import ElectraPretrainer
+    model = ElectraPretrainer(BertConfig(**SIZES, embedding_size=16), seed=3)
+    shapes = record_layer_output_shapes(monkeypatch)
+    ids, mask, labels = batch(model.config.vocab_size)
+    model.forward(ids, None, mask, labels=labels)
+    generator_last = [s for s in shapes if len(s) == 2]
+    assert generator_last == [(7, model.gen_config.hidden_size)]  # the generator's last layer at the 7 rows
+    model.sparse_last_layer = False
+    assert not model.generator.sparse_last_layer and not model.discriminator.sparse_last_layer
+    shapes.clear()
+    model.forward(ids, None, mask, labels=labels)
+    assert all(len(s) == 3 for s in shapes)
+
+
 def test_the_encoders_rows_are_checked():
     model = FAMILIES["bert masked LM"][0]()
     ids, mask, _ = batch(model.config.vocab_size)
     with pytest.raises(ValueError, match=r"rows must be flat indices into the 3 x 11 batch, in 0\.\.32"):
         model.bert.forward(ids, None, mask, rows=np.array([0, 33]))
+    with pytest.raises(ValueError, match=r"rows must be flat indices into B\*T or \"cls\", got 'CLS'"):
+        model.bert.forward(ids, None, mask, rows="CLS")
+    with pytest.raises(ValueError, match="rows must be integer flat indices into B\\*T, got dtype bool"):
+        model.bert.forward(ids, None, mask, rows=np.ones(33, dtype=bool))
     with pytest.raises(ValueError, match="output_hidden_states"):
         model.bert.forward(ids, None, mask, output_hidden_states=True, rows=np.array([0, 5]))
     out = model.bert.forward(ids, None, mask, rows=np.array([7, 2, 7]))  # sorted and made distinct
