@@ -9,7 +9,9 @@ models/bert.py): the head reads nothing else. transformers runs it at every posi
 
 Dropout is off, so the two runs are the same computation: their losses must agree step after step (to float32
 rounding), which checks the whole loop (forward, backward, clipping, AdamW, warmup/decay) and not only one
-gradient. Steps are interleaved (one of each in turn) so a noisy machine slows both alike; read the ratio.
+gradient. Steps are interleaved (one of each in turn) so a noisy machine slows both alike; read the ratio. On
+several threads each timed step starts after a 0.2 s pause, so that one side's spinning BLAS threads do not slow
+the other's step.
 """
 
 import argparse
@@ -79,17 +81,29 @@ B = args.batch_size
 order = np.random.default_rng(0).permutation(len(encoded))
 warmup = max(1, args.steps // 10)
 times, worst = {"minibert": [], "torch": [], "dense": []}, 0.0
+
+
+def settle():
+    """On several threads, a pause before each timed step: NumPy's OpenBLAS threads spin for ~0.1 s after their
+    last GEMM and would hold a core through the start of torch's step (docs/performance.md, tenth session)."""
+    if args.threads > 1:
+        time.sleep(0.2)
+
+
 print(f"MiniLM fine-tuning step, B={B}, T<={args.max_length}, {args.threads} thread(s)")
 for step in range(args.steps):
     chosen = order[(step * B) % (len(order) - B):][:B]
     ids, types, mask = collate(encoded, chosen, 0)
     lr = linear_warmup_decay(step, args.lr, warmup, args.steps)
+    settle()
     t0 = time.perf_counter()
     out = ours.forward(ids, types, mask, labels=y[chosen])
     ours.backward()
     clip_grad_norm(ours.grads, 1.0)
     optimizer.step(lr)
     ours.zero_grad()
+    t_ours = time.perf_counter() - t0
+    settle()
     t1 = time.perf_counter()
     for group in torch_optimizer.param_groups:
         group["lr"] = lr
@@ -100,11 +114,12 @@ for step in range(args.steps):
     torch_optimizer.step()
     torch_optimizer.zero_grad()
     t2 = time.perf_counter()
-    times["minibert"].append(t1 - t0)
+    times["minibert"].append(t_ours)
     times["torch"].append(t2 - t1)
     worst = max(worst, abs(out.loss - ref.loss.item()))
     if dense is not None:  # the same step with the last layer everywhere: must give the same loss
         model, opt = dense
+        settle()
         t3 = time.perf_counter()
         loss = model.forward(ids, types, mask, labels=y[chosen]).loss
         model.backward()
@@ -114,7 +129,7 @@ for step in range(args.steps):
         times["dense"].append(time.perf_counter() - t3)
         worst = max(worst, abs(loss - ref.loss.item()))
     print(f"step {step:3d}  T={ids.shape[1]:3d}  loss minibert {out.loss:.5f}  torch {ref.loss.item():.5f}  "
-          f"time {t1 - t0:.2f} s / {t2 - t1:.2f} s")
+          f"time {t_ours:.2f} s / {t2 - t1:.2f} s")
 ours_ms, torch_ms = (1000 * np.median(times[k][1:]) for k in ("minibert", "torch"))
 print(f"median ms/step: minibert {ours_ms:.0f}, torch {torch_ms:.0f}; minibert / torch = {ours_ms / torch_ms:.2f}")
 if dense is not None:

@@ -2,6 +2,8 @@
 
     python benchmarks/profile_step.py                      # mini, 32 x 64, BLAS threads from the environment
     python benchmarks/profile_step.py --threads 1 --steps 20
+    python benchmarks/profile_step.py --threads 1 --batch 8 64 --mask-prob 0.4 --mlm-only --dropout 0
+                                                           # one rank's share of a `minibert pretrain` step
 
 Prints
   - per layer function, forward and backward, the time spent in its own body (cProfile "tottime": NumPy calls
@@ -25,6 +27,12 @@ def parse_args():
     p.add_argument("--batch", type=int, nargs=2, default=(32, 64), metavar=("B", "T"))
     p.add_argument("--threads", type=int, default=int(os.environ.get("OPENBLAS_NUM_THREADS", os.cpu_count())))
     p.add_argument("--steps", type=int, default=10)
+    p.add_argument("--mask-prob", type=float, default=0.15,
+                   help="share of the real tokens masked (default 0.15; `minibert pretrain` masks 0.4)")
+    p.add_argument("--dropout", type=float, default=0.1,
+                   help="hidden and attention dropout (default 0.1, BERT's; `minibert pretrain` trains with 0)")
+    p.add_argument("--mlm-only", action="store_true",
+                   help="no next-sentence labels, as `minibert pretrain`'s default objective (mlm) runs")
     return p.parse_args()
 
 
@@ -39,14 +47,14 @@ from minibert import AdamW, BertConfig, BertForPreTraining, keep_freed_memory  #
 keep_freed_memory()
 
 
-def make_step(cfg, B, T, seed=0):
+def make_step(cfg, B, T, seed=0, mask_prob=0.15, nsp=True):
     rng = np.random.default_rng(seed)
     ids = rng.integers(5, cfg.vocab_size, (B, T))
     mask = np.ones((B, T), dtype=np.int64)
     mask[B // 2:, T - T // 4:] = 0
-    labels = np.where((rng.random((B, T)) < 0.15) & (mask == 1), ids, -100)
+    labels = np.where((rng.random((B, T)) < mask_prob) & (mask == 1), ids, -100)
     labels[0, 1] = ids[0, 1]  # at least one masked position
-    nsl = rng.integers(0, 2, B)
+    nsl = rng.integers(0, 2, B) if nsp else None
     model = BertForPreTraining(cfg, seed=0)
     opt = AdamW(model.params, model.grads, lr=1e-4)
 
@@ -60,9 +68,9 @@ def make_step(cfg, B, T, seed=0):
 
 
 def main():
-    cfg = BertConfig.preset(args.config, hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1)
+    cfg = BertConfig.preset(args.config, hidden_dropout_prob=args.dropout, attention_probs_dropout_prob=args.dropout)
     B, T = args.batch
-    step, M, R = make_step(cfg, B, T)
+    step, M, R = make_step(cfg, B, T, mask_prob=args.mask_prob, nsp=not args.mlm_only)
     for _ in range(3):
         step()
     total = median_ms(step, args.steps)
@@ -83,7 +91,7 @@ def main():
         rows.append((1000 * tottime / args.steps, f"{where}:{name}"))
     rows.sort(reverse=True)
 
-    tiny_step, _, _ = make_step(cfg, 1, 8)
+    tiny_step, _, _ = make_step(cfg, 1, 8, mask_prob=args.mask_prob, nsp=not args.mlm_only)
     for _ in range(3):
         tiny_step()
     tiny = median_ms(tiny_step, args.steps)

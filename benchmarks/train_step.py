@@ -33,7 +33,8 @@ minibert's exact GELU runs in NumPy or, with numba installed, compiled (minibert
 both times each as its own contender (the processes row too), interleaved with the others; the ratio column
 compares with the first minibert row.
 Runs are interleaved (one step of each in turn) so that a noisy machine slows all of them alike; the ratios are
-what to read. Also prints the float32 matmul peak measured in this run and which OpenBLAS kernel ran, each
+what to read. On more than one thread, each timed step shorter than a second follows an untimed step of the same
+contender: NumPy's OpenBLAS threads spin for ~0.1 s after their last GEMM and would slow the next contender's step. Also prints the float32 matmul peak measured in this run and which OpenBLAS kernel ran, each
 contender's achieved GFLOP/s as a fraction of that peak, and the matmul floor: the step's GEMMs alone at the
 same shapes and threads (benchmarks/matmul_floor.py) over torch's step, the lowest ratio any implementation of
 this algorithm could reach here (for the processes row: one rank's share on its one thread).
@@ -389,12 +390,23 @@ def main():
             contenders["HF BertForPreTraining (dense)"] = torch_steps(cfg, batch, False, "sdpa")
         runs = [(c, kind) for kind in KINDS for c in contenders]
         times = {run: [] for run in runs}
+        settle = {}
         for i in range(3 + args.steps):  # 3 warm-up rounds: first-touch allocations, BLAS buffers
             for c, kind in runs:
                 prepare, fn = contenders[c][kind]
+                # NumPy's OpenBLAS threads spin for ~0.1 s after a GEMM, holding the other cores: a torch step
+                # timed right after a minibert step ran 1.6x slower (docs/performance.md, ninth session). So each
+                # timed step follows an untimed one of the same contender, which absorbs the previous contender's
+                # spin, unless its steps take over a second, where the spin is under a tenth of a step.
+                if i >= 3 and settle[(c, kind)]:
+                    if prepare is not None:
+                        prepare()
+                    fn()  # untimed: absorbs the spin
                 if prepare is not None:
                     prepare()
                 seconds = _timed(fn)
+                if i == 2:
+                    settle[(c, kind)] = args.threads > 1 and seconds < 1.0
                 if i >= 3:
                     times[(c, kind)].append(seconds)
         R = last_layer_rows(batch)
