@@ -12,6 +12,9 @@ to its longest sentence, run BertModel, mean-pool over the attention mask, L2-no
                 its exact GELU in NumPy or, with numba installed, compiled (minibert/layers/gelu_numba.py);
                 --gelu both times the two as separate contenders
   transformers: BertTokenizerFast (Rust) + transformers.BertModel (torch eager, its default attention)
+minibert runs with freed memory kept in the process (minibert.keep_freed_memory(), as the CLI sets it; the
+forward's large temporaries are then reused instead of page-faulted in again); --default-malloc leaves glibc's
+malloc as it is, as in a Python program that does not call it.
 Rounds alternate between the two so a noisy machine slows both alike. Prints the best round of each (total, and
 tokenization / model split), the ratio of each minibert contender / transformers in sentences per second (>1: minibert faster),
 and the cosine agreement of the two sets of embeddings.
@@ -37,6 +40,9 @@ def parse_args():
                    help="minibert's exact GELU: auto (numba's if installed, as MINIBERT_NUMBA says), numpy, numba, "
                         "or both as two contenders (default auto)")
     p.add_argument("--profile", action="store_true", help="also print where minibert's forward spends its time")
+    p.add_argument("--default-malloc", action="store_true",
+                   help="leave glibc's malloc as it is (what a Python program that does not call "
+                        "minibert.keep_freed_memory() gets); default: keep freed memory, as the minibert CLI does")
     return p.parse_args()
 
 
@@ -51,6 +57,7 @@ import transformers  # noqa: E402
 from minibert.data.builtin import load_wiki_summaries, minilm_dir  # noqa: E402
 from minibert.embeddings import SentenceEncoder, pad_batch  # noqa: E402
 from minibert.layers.activations import gelu_kernel_name, use_numba_gelu  # noqa: E402
+from minibert import keep_freed_memory  # noqa: E402
 
 torch.set_num_threads(args.threads)
 
@@ -95,6 +102,8 @@ def transformers_embed(tokenizer, model, texts, batch_size, max_length):
 
 
 def main():
+    if not args.default_malloc:
+        keep_freed_memory()  # as `minibert embed` does: freed activations are reused, not page-faulted in again
     folder = minilm_dir()
     texts = wiki_sentences(args.sentences)
     encoder = SentenceEncoder.from_pretrained(folder)
@@ -103,7 +112,8 @@ def main():
     n_tokens = sum(len(x) for x in encoder.tokenize(texts))
     print(f"{len(texts)} sentences, {n_tokens} tokens (mean {n_tokens / len(texts):.1f}), batch {args.batch_size}, "
           f"{args.threads} thread(s), OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', '(auto)')}, "
-          f"torch attention: {model.config._attn_implementation}")
+          f"torch attention: {model.config._attn_implementation}, malloc: "
+          f"{'default' if args.default_malloc else 'keep_freed_memory (as the CLI)'}")
     kernels = {"auto": [gelu_kernel_name()], "both": ["numpy", "numba"]}.get(args.gelu, [args.gelu])
     print(f"minibert's exact GELU: {', '.join(kernels)} (--gelu {args.gelu}; MINIBERT_NUMBA="
           f"{os.environ.get('MINIBERT_NUMBA', '(unset)')})")
