@@ -5,11 +5,11 @@
 
 minibert's matmuls go through NumPy's bundled OpenBLAS; torch's CPU wheel uses MKL (oneDNN for some
 products). Which of the two is faster at a shape depends on the machine: on an AMD EPYC they were level, on an
-Intel Xeon with AMX MKL was 10-45% faster (docs/performance.md, tenth session). No code in minibert can close
+Intel Xeon with AMX MKL was 10-31% faster (docs/performance.md, tenth session). No code in minibert can close
 that gap, so it bounds every minibert / torch ratio of benchmarks/train_step.py from below: this prints, per
 shape, both times and their ratio, in alternating rounds, and the step's total (each shape's forward, dx and dW products,
-weighted by how often the step runs it; every layer counted on all B x T rows, though the sparse last layer runs
-its last three projections on the predicted rows only).
+weighted by how often the step runs it: the shapes of benchmarks/matmul_floor.py, the last layer after its
+attention on the predicted rows and each sequence's [CLS], as the sparse last layer runs it with a pooler).
 
 Rounds, not call by call: on several threads, each library's worker threads keep spinning after a product
 (OpenBLAS's ~0.1 s, OpenMP's too), and alternating single calls made both sides up to 10x slower here.
@@ -17,7 +17,9 @@ Rounds, not call by call: on several threads, each library's worker threads keep
 
 import argparse
 import os
+import sys
 import time
+from collections import Counter
 
 
 def parse_args():
@@ -39,21 +41,22 @@ import torch  # noqa: E402
 
 from minibert import BertConfig  # noqa: E402
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from matmul_floor import step_projections  # noqa: E402  (benchmarks/matmul_floor.py)
+
 
 def main():
     torch.set_num_threads(args.threads)
     cfg = BertConfig.preset("mini")
-    H, F, V, L = cfg.hidden_size, cfg.intermediate_size, cfg.vocab_size, cfg.num_hidden_layers
     B, T = args.batch
-    N, M = B * T, max(1, round(B * T * args.mask_prob))
-    # (m, k, n, how many per step): each projection's forward (m, k) @ (k, n); its dx and dW have the same FLOPs
-    shapes = [(N, H, 3 * H, L), (N, H, H, L), (N, H, F, L), (N, F, H, L), (M, H, V, 1)]
+    M = max(1, round(B * T * args.mask_prob))
+    shapes = Counter(step_projections(cfg, B, T, M, R=min(B * T, M + B)))  # (m, k, n) -> uses per step
     rng = np.random.default_rng(0)
     print(f"mini {B} x {T}, {M} predicted, {args.threads} threads, load average {os.getloadavg()[0]:.2f}")
     print(f"  {'product':28s} {'numpy ms':>9s} {'torch ms':>9s} {'numpy GF/s':>11s} {'torch GF/s':>11s} "
           f"{'numpy/torch':>12s}")
     totals = np.zeros(2)
-    for m, k, n, count in shapes:
+    for (m, k, n), count in shapes.items():
         for label, a_shape, b_shape in ((f"forward {m}x{k} @ {k}x{n}", (m, k), (k, n)),
                                         (f"dx      {m}x{n} @ {n}x{k}", (m, n), (n, k)),
                                         (f"dW      {n}x{m} @ {m}x{k}", (n, m), (m, k))):
@@ -75,7 +78,7 @@ def main():
             flops = 2 * m * k * n
             print(f"  {label:28s} {1e3 * ours:9.3f} {1e3 * theirs:9.3f} {flops / ours / 1e9:11.1f} "
                   f"{flops / theirs / 1e9:11.1f} {ours / theirs:12.2f}")
-    print(f"  the step's projections and decoder: numpy {1e3 * totals[0]:.1f} ms, torch {1e3 * totals[1]:.1f} ms: "
+    print(f"  the step's projections, MLM transform and decoder: numpy {1e3 * totals[0]:.1f} ms, torch {1e3 * totals[1]:.1f} ms: "
           f"{totals[0] / totals[1]:.2f}")
 
 

@@ -34,9 +34,10 @@ both times each as its own contender (the processes row too), interleaved with t
 compares with the first minibert row.
 Runs are interleaved (one step of each in turn) so that a noisy machine slows all of them alike; the ratios are
 what to read. On more than one thread, each timed step shorter than a second follows an untimed step of the same
-contender: NumPy's OpenBLAS threads spin for ~0.1 s after their last GEMM and would slow the next contender's step. Also prints the float32 matmul peak measured in this run and which OpenBLAS kernel ran, each
-contender's achieved GFLOP/s as a fraction of that peak, and the matmul floor: the step's GEMMs alone at the
-same shapes and threads (benchmarks/matmul_floor.py) over torch's step, the lowest ratio any implementation of
+contender: NumPy's OpenBLAS threads spin for ~0.1 s after their last GEMM and would slow the next contender's
+step. Also prints the float32 matmul peak measured in this run and which OpenBLAS kernel ran, each contender's
+achieved GFLOP/s as a fraction of that peak, and the matmul floor: the step's GEMMs alone at the same shapes and
+threads (benchmarks/matmul_floor.py) over torch's step, the lowest ratio any implementation of
 this algorithm could reach here (for the processes row: one rank's share on its one thread).
 """
 
