@@ -14,9 +14,14 @@ from minibert.layers.threads import for_row_blocks, sum_rows
 
 def _layernorm_forward_block(x, w, b, eps, out, xhat, rstd):
     # x (n, H) -> out (n, H), xhat (n, H), rstd (n, 1)
-    np.subtract(x, x.mean(axis=-1, keepdims=True), out=xhat)  # centred
-    np.multiply(xhat, xhat, out=out)  # out as scratch
-    var = out.mean(axis=-1, keepdims=True)  # (n, 1) biased variance, as torch uses
+    # Row sums as einsums: NumPy's .mean()/.sum() over a short last axis run their reduction loop once per row,
+    # 3-8x slower than einsum's loop for rows of a few hundred (docs/performance.md, eleventh session).
+    H = x.shape[-1]
+    mean = np.einsum("nh->n", x)[:, None]  # (n, 1) row sums ...
+    mean /= H  # ... / H: the means
+    np.subtract(x, mean, out=xhat)  # centred
+    var = np.einsum("nh,nh->n", xhat, xhat)[:, None]  # (n, 1) sum of squares, without writing the squares
+    var /= H  # biased variance, as torch uses
     var += eps
     np.sqrt(var, out=var)
     np.divide(1.0, var, out=rstd)
@@ -38,7 +43,8 @@ def layernorm_forward(x, w, b, eps):
 def _layernorm_backward_block(dout, xhat, rstd, w, dx):
     # dout, xhat (n, H), rstd (n, 1) -> dx (n, H)
     g = np.multiply(dout, w, out=dx)  # (n, H) gradient w.r.t. xhat, built in dx's memory
-    g_mean = g.mean(axis=-1, keepdims=True)  # (n, 1)
+    g_mean = np.einsum("nh->n", g)[:, None]  # (n, 1) row sums (einsum: see the forward) ...
+    g_mean /= xhat.shape[-1]  # ... / H: the means
     gx_mean = np.einsum("nh,nh->n", g, xhat)[:, None]  # (n, 1) sum of g * xhat ...
     gx_mean /= xhat.shape[-1]  # ... / H: its mean
     g -= g_mean
