@@ -18,26 +18,12 @@ from minibert.layers.dropout import dropout_backward, dropout_forward
 from minibert.layers.threads import batched_matmul, for_row_blocks, sum_rows
 
 
-# Softmax is the same whatever is subtracted from a row's scores before exp; the shift only has to keep exp from
-# overflowing. The block's maximum does that for every row, in one reduction over contiguous memory, 10-40x
-# cheaper than each row's own maximum (NumPy reduces a short last axis row by row). It is exact enough unless a
-# row lies far below it: a row whose largest score is more than ~57 below the block's would have its smaller
-# terms underflow into float32's denormals. Such a row shows as a sum of exps below T e^-57 (the sum is at most T
-# times its largest term), and then the block takes each row's own maximum, as torch does.
-ROW_SUM_FLOOR = math.exp(-57.0)  # per key
-
-
 def _softmax_forward_block(scores, additive_mask):
     if additive_mask is not None:
         scores += additive_mask  # padded keys get ~zero probability
-    e = np.subtract(scores, scores.max())  # shifted by the block's maximum: every entry <= 0
-    np.exp(e, out=e)
-    sums = np.einsum("...t->...", e)[..., None]  # each row's sum (einsum: NumPy's .sum is slow on short rows)
-    if sums.min() < scores.shape[-1] * ROW_SUM_FLOOR:  # a row far below the block's maximum: shift row by row
-        np.subtract(scores, scores.max(axis=-1, keepdims=True), out=e)
-        np.exp(e, out=e)
-        sums = np.einsum("...t->...", e)[..., None]
-    np.divide(e, sums, out=scores)
+    scores -= scores.max(axis=-1, keepdims=True)  # shift for stability: exp never overflows
+    np.exp(scores, out=scores)
+    scores /= np.einsum("...t->...", scores)[..., None]  # row sums (einsum: NumPy's .sum is slow on short rows)
 
 
 def softmax_forward(scores, additive_mask=None):
