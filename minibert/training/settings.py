@@ -48,7 +48,7 @@ class PretrainSettings:
     lr: float = 1e-3
     warmup: float = 0.05                 # warmup length as a fraction of the total steps
     weight_decay: float = 0.01
-    betas: tuple[float, float] = (0.9, 0.999)  # BERT's: ~2 points above RoBERTa's 0.98 here (docs/pretraining.md)
+    betas: tuple[float, float] = (0.9, 0.999)  # BERT's: 1-2 points above RoBERTa's 0.98 here (docs/pretraining.md)
     eps: float = 1e-6
     clip: float = 1.0                    # global gradient-norm limit (0: no clipping)
     output_bias: str = "unigram"         # MLM output bias at init: "zero" (BERT) or "unigram" (log frequencies)
