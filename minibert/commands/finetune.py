@@ -90,6 +90,9 @@ tokens, BertForQuestionAnswering for qa). See docs/finetuning.md."""
     model.add_argument("--no-group-by-length", action="store_true",
                        help="fully random batches (default: batches of similar lengths, which saves padding)")
     model.add_argument("--seed", type=int, default=0, help="seed of the split, batch order, dropout, new head")
+    from minibert.training.procs import add_procs_argument
+    add_procs_argument(parser, "every N-th example of a batch and its share of the cores, the gradients summed "
+                       "so that a step is the whole batch's", ", or --baseline-only")
     qa = parser.add_argument_group("question answering (--task-type qa)")
     qa.add_argument("--doc-stride", type=int, default=None, metavar="N",
                     help="a context longer than the window is cut into windows overlapping by N tokens (default "
@@ -191,17 +194,32 @@ def _baseline_only(args, train, eval_, test, label_names, source, out, started, 
 
 
 def run(args) -> int:
+    from minibert.commands.finetune_setup import run_on_ranks
     if args.task_type == "tokens":
-        from minibert.commands.finetune_tokens import run_tokens
-        return run_tokens(args)
+        from minibert.commands.finetune_tokens import check_tokens, run_tokens
+        return run_on_ranks(args, run_tokens, check_tokens)
     if args.task_type == "qa":
-        from minibert.commands.finetune_qa import run_qa
-        return run_qa(args)
+        from minibert.commands.finetune_qa import check_qa, run_qa
+        return run_on_ranks(args, run_qa, check_qa)
+    return run_on_ranks(args, _run_sequence, _check_sequence)
+
+
+def _check_sequence(args) -> None:
+    """Every check of a classifier's run (data, model folder, settings, --out), before its ranks start."""
+    from minibert.commands.finetune_setup import setup_training
+    _prepare_data(args, lambda message: None)
+    setup_training(args, "sequence")
+    if args.baseline:
+        from minibert.finetune.baseline import _import_sklearn
+        _import_sklearn()
+
+
+def _run_sequence(args, comm) -> int:
     from minibert.finetune.data import label_ids
     from minibert.finetune.loading import load_for_finetuning, save_classifier
     from minibert.finetune.metrics import format_report
     from minibert.finetune.plots import save_confusion_matrix
-    from minibert.finetune.train import encode_examples, evaluate, train_classifier
+    from minibert.finetune.train import all_cores, encode_examples, evaluate, train_classifier
     from minibert.commands.finetune_setup import apply_dropout, load_checked_tokenizer, make_log, setup_training
 
     started = time.perf_counter()
@@ -248,18 +266,21 @@ def run(args) -> int:
         save_classifier(model, tokenizer, out)
 
     result = train_classifier(model, encoded["train"], y["train"], encoded["eval"], y["eval"], label_names,
-                              settings, pad_id, on_best=save_best, log=log)
+                              settings, pad_id, on_best=save_best, log=log, comm=comm)
+    if not comm.is_root:  # (--procs: rank 0 tests, reports and writes)
+        return 0
     summary = {
         "model": args.model, "checkpoint": str(checkpoint), "data": source, "out": str(out),
         "labels": label_names, "num_train": len(train), "num_eval": len(eval_),
         "num_test": len(test) if test is not None else None,
         "settings": {k: v for k, v in vars(settings).items() if k != "progress"},
         "history": result["history"], "best_epoch": result["best_epoch"], "eval": result["best"],
-        "test": None, "baseline": None, "train_time_s": result["train_time_s"],
+        "test": None, "baseline": None, "train_time_s": result["train_time_s"], "processes": comm.size,
     }
     if test is not None:
-        summary["test"] = evaluate(model, encoded["test"], y["test"], label_names, pad_id, progress=progress,
-                                   desc="testing")
+        with all_cores(comm):
+            summary["test"] = evaluate(model, encoded["test"], y["test"], label_names, pad_id, progress=progress,
+                                       desc="testing")
     report_split = "test" if test is not None else "eval"
     final = summary[report_split]
     log(f"\nbest epoch {result['best_epoch']}, {report_split} split ({final['num_examples']} examples):")

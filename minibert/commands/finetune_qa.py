@@ -43,14 +43,21 @@ def _prepare_squad(args, log):
     return train, eval_, test, v2
 
 
-def run_qa(args) -> int:
+def check_qa(args) -> None:
+    """Every check of a QA run (data, model folder, settings, --out), before its ranks start."""
+    from minibert.commands.finetune_setup import setup_training
+    _prepare_squad(args, lambda message: None)
+    setup_training(args, "qa")
+
+
+def run_qa(args, comm) -> int:
     from minibert.commands.finetune_setup import (apply_dropout, load_checked_tokenizer, make_log, run_summary,
                                                   setup_training, write_summary)
     from minibert.finetune.loading import load_for_finetuning, save_classifier
     from minibert.finetune.qa_features import build_windows
     from minibert.finetune.qa_predict import answer_questions
     from minibert.finetune.squad_metrics import squad_scores
-    from minibert.finetune.train import fit
+    from minibert.finetune.train import all_cores, fit
     from minibert.models.question_answering import BertForQuestionAnswering
 
     import numpy as np
@@ -88,14 +95,17 @@ def run_qa(args) -> int:
     encoded = [(w.input_ids, w.token_type_ids) for w in windows["train"]]
     result = fit(model, encoded, lambda chosen, T: {"start_positions": starts[chosen], "end_positions": ends[chosen]},
                  lambda: evaluate("eval"), settings, pad_id, headline=("exact_match", "f1"),
-                 on_best=lambda m, epoch, metrics: save_classifier(m, tokenizer, out), log=log)
+                 on_best=lambda m, epoch, metrics: save_classifier(m, tokenizer, out), log=log, comm=comm)
+    if not comm.is_root:  # (--procs: rank 0 tests, reports and writes)
+        return 0
     summary = run_summary(args, "qa", checkpoint, out, settings, result,
                           {"num_train": len(train), "num_eval": len(eval_),
                            "num_test": len(test) if test is not None else None},
                           squad_version="2.0" if v2 else "1.1", num_train_windows=len(windows["train"]),
-                          doc_stride=stride, max_answer_length=args.max_answer_length)
+                          doc_stride=stride, max_answer_length=args.max_answer_length, processes=comm.size)
     if test is not None:
-        summary["test"] = evaluate("test", "testing")
+        with all_cores(comm):
+            summary["test"] = evaluate("test", "testing")
     split = "test" if test is not None else "eval"
     summary["reported_split"] = split
     m = summary[split]

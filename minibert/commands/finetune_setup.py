@@ -64,9 +64,46 @@ def apply_dropout(model, dropout):
 
 
 def make_log(args):
+    if getattr(args, "silent_rank", False):  # a rank other than 0 of --procs N: rank 0 speaks for the job
+        return lambda message: None
+
     def log(message):  # progress and notes go to stderr when stdout carries the JSON
         print(message, file=sys.stderr if args.json else sys.stdout, flush=True)
     return log
+
+
+def run_on_ranks(args, task, check) -> int:
+    """Run `task(args, comm)` in this process, or on the ranks of `--procs N` (training/procs.py): the command's
+    process starts ranks 1..N-1 of the same command and becomes rank 0. Before any rank starts, `check(args)`
+    runs every check of the run here, so that bad input is one line from one process. Ranks other than 0 train
+    silently (no log, no progress bars) and write nothing; an error on any rank ends every rank."""
+    from minibert.finetune.train import TrainingDiverged
+    from minibert.training import procs
+    from minibert.training.distributed import communicator, launcher_size
+
+    if not procs.in_rank() and launcher_size()[0] == 1:  # not yet a rank: maybe start the ranks of --procs N
+        single = "--baseline-only trains no BERT" if getattr(args, "baseline_only", False) else None
+        n = procs.resolve_procs(args.procs, args.batch_size, single)
+        if n > 1:
+            check(args)
+            procs.rank_timeout()  # a bad MINIBERT_RANK_TIMEOUT fails here, before any rank starts
+            procs.become_rank0([sys.executable, "-m", "minibert", *args.argv], n)  # (does not return)
+    comm = communicator()  # several processes under --procs N, mpiexec or srun
+    if comm.size == 1:
+        return task(args, comm)
+    if not comm.is_root:
+        args.silent_rank, args.no_progress = True, True
+    try:
+        with comm.abort_on_error("minibert finetune"):  # one rank failing ends them all: none waits forever
+            try:
+                code = task(args, comm)
+            except TrainingDiverged as e:  # every rank at the same step: rank 0 says it once
+                if comm.is_root:
+                    print(f"minibert finetune: error: {e}", file=sys.stderr)
+                return comm.finish(2)
+    except SystemExit as e:  # a rank stopped (abort_on_error said why)
+        return comm.finish(e.code if isinstance(e.code, int) else 0 if e.code is None else 1)
+    return comm.finish(code)
 
 
 def refuse_classification_options(args, task_type):

@@ -10,6 +10,8 @@ from __future__ import annotations
 import math
 import time
 
+import numpy as np
+
 
 def _prepare_tagged(args, log):
     """(train, eval, test or None, tag names): every data check, before any model is loaded."""
@@ -41,13 +43,21 @@ def _prepare_tagged(args, log):
     return train, eval_, test, tag_names
 
 
-def run_tokens(args) -> int:
+def check_tokens(args) -> None:
+    """Every check of a tagger's run (data, model folder, settings, --out), before its ranks start."""
+    from minibert.commands.finetune_setup import setup_training
+    _prepare_tagged(args, lambda message: None)
+    setup_training(args, "tokens")
+
+
+def run_tokens(args, comm) -> int:
     from minibert.commands.finetune_setup import (apply_dropout, load_checked_tokenizer, make_log, run_summary,
                                                   setup_training, write_summary)
     from minibert.finetune.loading import load_for_finetuning, save_classifier
     from minibert.finetune.ner_metrics import format_entity_report
     from minibert.finetune.tagging import encode_tagged, evaluate_tagger, padded_labels
-    from minibert.finetune.train import fit
+    from minibert.layers.loss import IGNORE_INDEX
+    from minibert.finetune.train import all_cores, fit
     from minibert.models.token_classification import BertForTokenClassification
 
     started = time.perf_counter()
@@ -77,14 +87,20 @@ def run_tokens(args) -> int:
         return evaluate_tagger(model, encoded[name], data, pad_id, progress=settings.progress, desc=desc)
 
     train_labels = encoded["train"].labels
+    labelled = np.array([int((y != IGNORE_INDEX).sum()) for y in train_labels])  # (N,) the loss's terms
     result = fit(model, encoded["train"].encoded, lambda chosen, T: {"labels": padded_labels(train_labels, chosen, T)},
                  lambda: evaluate("eval"), settings, pad_id, headline=("f1", "token_accuracy"),
-                 on_best=lambda m, epoch, metrics: save_classifier(m, tokenizer, out), log=log)
+                 on_best=lambda m, epoch, metrics: save_classifier(m, tokenizer, out), log=log, comm=comm,
+                 loss_terms=lambda chosen: int(labelled[chosen].sum()))  # (the loss: a mean over labelled tokens)
+    if not comm.is_root:  # (--procs: rank 0 tests, reports and writes)
+        return 0
     summary = run_summary(args, "tokens", checkpoint, out, settings, result,
                           {"num_train": len(train), "num_eval": len(eval_),
-                           "num_test": len(test) if test is not None else None}, labels=tag_names)
+                           "num_test": len(test) if test is not None else None}, labels=tag_names,
+                          processes=comm.size)
     if test is not None:
-        summary["test"] = evaluate("test", "testing")
+        with all_cores(comm):
+            summary["test"] = evaluate("test", "testing")
     split = "test" if test is not None else "eval"
     summary["reported_split"] = split
     log(f"\nbest epoch {result['best_epoch']}, {split} split ({summary[split]['num_sentences']} sentences), "

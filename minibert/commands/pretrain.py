@@ -96,13 +96,8 @@ def add_arguments(parser: argparse.ArgumentParser, defaults: PretrainSettings | 
     opt.add_argument("--clip", type=float, metavar="X", default=None, help=f"gradient-norm clipping, 0 = off [{D.clip}]")
     opt.add_argument("--seed", type=int, metavar="N", default=None, help=f"random seed [{D.seed}]")
 
-    cpu = parser.add_argument_group("processes")
-    cpu.add_argument("--procs", metavar="N", default=None,
-                     help="processes to train on, each with its share of every batch and of the cores (data "
-                          "parallel on this machine, like mpiexec -n N; docs/scaling.md). auto: 2 on a machine "
-                          "with 2 or more cores (faster than one process with 2 threads: NumPy's elementwise "
-                          "work runs on one thread), 1 when OPENBLAS_NUM_THREADS or OMP_NUM_THREADS is set, the "
-                          "batch is odd, or the objective runs in one process [auto]")
+    from minibert.training.procs import add_procs_argument
+    add_procs_argument(parser, "its share of every batch and of the cores", ", or the objective runs in one process")
 
     run = parser.add_argument_group("run folder")
     run.add_argument("--name", metavar="NAME", default=None, help="run folder name [<config>-<corpus>-<date>-<time>]")

@@ -3,6 +3,10 @@ gradient clipping; after each epoch, evaluate and keep the best checkpoint.
 
 Batches are padded only to their own longest sequence (dynamic padding), so short texts cost little; evaluation
 batches are sorted by length for the same reason.
+
+Data parallel (`minibert finetune --procs N`, the default on a machine with 2+ cores; or mpiexec): every rank
+holds the whole model and draws the same batches; each takes every N-th example of a batch, and the summed
+gradients are the whole batch's (`train_step`). Rank 0 alone evaluates, logs and saves.
 """
 
 from __future__ import annotations
@@ -15,9 +19,14 @@ import numpy as np
 
 from minibert.finetune.data import Examples
 from minibert.finetune.metrics import classification_metrics
+from minibert.layers import threads
 from minibert.models.base import forward_only
 from minibert.optim import AdamW, clip_grad_norm, linear_warmup_decay
 from minibert.parallel import map_batches
+from minibert.training.distributed import LocalCommunicator
+from minibert.training.sharded import ShardedAdamW
+
+DROPOUT_STREAM = 7  # several ranks: rank r's dropout masks of step s come from default_rng([seed, 7, s, r])
 
 # The eval numbers that may pick the best epoch: classification (accuracy, macro_f1), token classification
 # (f1 = entity-level micro F1, token_accuracy) and question answering (f1, exact_match).
@@ -67,9 +76,10 @@ def encode_examples(tokenizer, examples: Examples, max_length: int, progress: bo
     return encoded
 
 
-def collate(encoded: list, indices, pad_id: int):
-    """Pad the chosen examples to the longest of them: input_ids, token_type_ids, attention_mask, each (B, T)."""
-    T = max(len(encoded[i][0]) for i in indices)
+def collate(encoded: list, indices, pad_id: int, length: int | None = None):
+    """Pad the chosen examples to the longest of them (or to `length`): input_ids, token_type_ids,
+    attention_mask, each (B, T)."""
+    T = length or max(len(encoded[i][0]) for i in indices)
     B = len(indices)
     input_ids = np.full((B, T), pad_id, dtype=np.int64)
     token_type_ids = np.zeros((B, T), dtype=np.int64)
@@ -144,19 +154,74 @@ def training_batches(lengths: np.ndarray, batch_size: int, rng, group_by_length:
 
 
 # ---------------------------------------------------------------------------- the loop
+class TrainingDiverged(ValueError):
+    """The training loss is not a finite number: raised on every rank at the same step (it is the summed loss)."""
+
+
+def train_step(model, optimizer, encoded: list, chosen, targets, pad_id: int, lr: float, max_grad_norm: float,
+               comm=None, loss_terms=None, count_correct=None) -> tuple[float, int]:
+    """One optimizer step on the examples `chosen` of a batch: forward, backward, clipping, AdamW, then the
+    gradients zeroed. Returns (the batch's mean loss, its correct predictions: count_correct(out, indices), or 0).
+
+    Several ranks (comm.size = N > 1): each rank takes every N-th example of the batch (a batch sorted by length
+    then gives each rank about the same lengths) and scales its loss by its share of the batch's loss terms,
+    loss_terms(indices) (default: the number of examples; a tagger counts its labelled tokens). The sum of the
+    ranks' gradients is then the gradient of the whole batch's mean loss, as in one process. `optimizer` is a
+    ShardedAdamW (training/sharded.py): it sums the gradients and the two numbers over the ranks, clips, and each
+    rank updates its share of the weights."""
+    size = 1 if comm is None else comm.size
+    mine = chosen if size == 1 else chosen[comm.rank::size]
+    loss, correct = 0.0, 0
+    if len(mine):  # (the last batch of an epoch may have fewer examples than there are ranks)
+        # Padded as the whole batch is: a QA head's softmax runs over every position, padding included (as in
+        # Hugging Face's), so its loss depends on the padded length. (A batch sorted by length costs no more.)
+        inputs = collate(encoded, mine, pad_id, max(len(encoded[i][0]) for i in chosen))
+        out = model.forward(*inputs, **targets(mine, inputs[0].shape[1]))
+        correct = count_correct(out, mine) if count_correct is not None else 0
+        terms = loss_terms or len
+        share = 1.0 if size == 1 else terms(mine) / max(terms(chosen), 1)  # this rank's part of the batch's mean
+        model.backward(loss_scale=share)
+        loss = share * out.loss
+    if size == 1:
+        clip_grad_norm(model.grads, max_grad_norm)
+    else:
+        _, sums = optimizer.reduce_and_clip(np.array([loss, correct], dtype=np.float64), max_grad_norm)
+        loss, correct = float(sums[0]), int(round(sums[1]))
+    optimizer.step(lr=lr)
+    model.zero_grad()
+    return loss, correct
+
+
+class all_cores:
+    """Within the block, rank 0 of N runs N inference batches at once (parallel.map_batches): while it alone
+    evaluates, the cores of the other ranks, which only wait, are free. A no-op for one process."""
+
+    def __init__(self, comm):
+        self.size = 1 if comm is None else comm.size
+
+    def __enter__(self):
+        self.before = threads.get_num_threads()
+        if self.size > 1:
+            threads.set_num_threads(self.before * self.size)
+
+    def __exit__(self, *exc):
+        threads.set_num_threads(self.before)
+
+
 def train_classifier(model, train_encoded, y_train, eval_encoded, y_eval, label_names, settings: Settings,
-                     pad_id: int, on_best=None, log=print) -> dict:
+                     pad_id: int, on_best=None, log=print, comm=None) -> dict:
     """Fine-tune a sequence classifier in place (see `fit`); eval reports accuracy and macro-F1."""
     def correct(out, chosen):
         return int((out.logits.argmax(-1) == y_train[chosen]).sum())
 
     return fit(model, train_encoded, lambda chosen, T: {"labels": y_train[chosen]},
                lambda: evaluate(model, eval_encoded, y_eval, label_names, pad_id, progress=settings.progress),
-               settings, pad_id, headline=("accuracy", "macro_f1"), on_best=on_best, log=log, count_correct=correct)
+               settings, pad_id, headline=("accuracy", "macro_f1"), on_best=on_best, log=log, count_correct=correct,
+               comm=comm)
 
 
 def fit(model, train_encoded, targets, evaluate_fn, settings: Settings, pad_id: int, headline, on_best=None,
-        log=print, count_correct=None) -> dict:
+        log=print, count_correct=None, comm=None, loss_terms=None) -> dict:
     """Fine-tune `model` (any head) in place.
 
     targets(indices, T) gives the forward's target arguments for a batch padded to T tokens (labels, or start and
@@ -165,15 +230,24 @@ def fit(model, train_encoded, targets, evaluate_fn, settings: Settings, pad_id: 
     remember the parameters and call `on_best(model, epoch, metrics)` (which saves the checkpoint). At the end
     the best parameters are put back into the model. Returns {"history", "best_epoch", "best", "train_time_s"}.
     With count_correct(out, indices), the history also has the training accuracy.
+
+    comm: the ranks of a data-parallel run (training/distributed.py; default: this process alone). Every rank
+    calls fit; rank 0 alone evaluates, logs and calls on_best, and only its model gets the best parameters back
+    (the others return after the last step, with empty results). loss_terms: see train_step.
     """
     from tqdm import tqdm
 
     settings.validate()
+    comm = comm or LocalCommunicator()
     N, B = len(train_encoded), settings.batch_size
+    if B % comm.size:
+        raise ValueError(f"--batch-size {B} must be divisible by the number of processes ({comm.size})")
     steps_per_epoch = math.ceil(N / B)
     total_steps = steps_per_epoch * settings.epochs
     warmup_steps = int(settings.warmup_ratio * total_steps)
-    optimizer = AdamW(model.params, model.grads, lr=settings.lr, weight_decay=settings.weight_decay)
+    options = dict(lr=settings.lr, weight_decay=settings.weight_decay)
+    optimizer = (ShardedAdamW(model.params, model.grads, comm, **options) if comm.size > 1
+                 else AdamW(model.params, model.grads, **options))
     rng = np.random.default_rng([settings.seed, 2])  # batch order; the model's own rng draws dropout masks
     history, best, best_params, best_epoch = [], None, None, None
     step, start = 0, time.perf_counter()
@@ -182,23 +256,28 @@ def fit(model, train_encoded, targets, evaluate_fn, settings: Settings, pad_id: 
         model.train()
         batches = training_batches(lengths, B, rng, settings.group_by_length)
         losses, correct = [], 0
-        bar = tqdm(batches, desc=f"epoch {epoch}/{settings.epochs}", unit="step", disable=not settings.progress)
+        bar = tqdm(batches, desc=f"epoch {epoch}/{settings.epochs}", unit="step",
+                   disable=not settings.progress or not comm.is_root)
         for chosen in bar:
-            inputs = collate(train_encoded, chosen, pad_id)
-            out = model.forward(*inputs, **targets(chosen, inputs[0].shape[1]))
-            if not math.isfinite(out.loss):
-                raise ValueError(f"epoch {epoch}, step {step}: the training loss is {out.loss}; lower --lr")
-            model.backward()
-            clip_grad_norm(model.grads, settings.max_grad_norm)
-            optimizer.step(lr=linear_warmup_decay(step, settings.lr, warmup_steps, total_steps))
-            model.zero_grad()
+            if comm.size > 1:  # each rank its own dropout masks (one stream would repeat them on every rank)
+                model.rng = np.random.default_rng([settings.seed, DROPOUT_STREAM, step, comm.rank])
+            loss, right = train_step(model, optimizer, train_encoded, chosen, targets, pad_id,
+                                     linear_warmup_decay(step, settings.lr, warmup_steps, total_steps),
+                                     settings.max_grad_norm, comm, loss_terms, count_correct)
+            if not math.isfinite(loss):  # (several ranks: the summed loss, so every rank stops here)
+                raise TrainingDiverged(f"epoch {epoch}, step {step}: the training loss is {loss}; lower --lr")
             step += 1
-            losses.append(out.loss)
-            if count_correct is not None:
-                correct += count_correct(out, chosen)
+            losses.append(loss)
+            correct += right
             bar.set_postfix(loss=f"{np.mean(losses[-20:]):.4f}")
         bar.close()
-        metrics = evaluate_fn()
+        comm.check_identical(model.params.buffer, f"the weights after epoch {epoch}")
+        if not comm.is_root:
+            with comm.patient():  # an evaluation may take long: no time limit on this wait
+                comm.barrier()  # (until rank 0 has evaluated and saved: then the next epoch starts together)
+            continue
+        with all_cores(comm):
+            metrics = evaluate_fn()
         record = {"epoch": epoch, "train_loss": float(np.mean(losses))}
         if count_correct is not None:
             record["train_accuracy"] = correct / N
@@ -217,7 +296,10 @@ def fit(model, train_encoded, targets, evaluate_fn, settings: Settings, pad_id: 
             best_params = {k: p.copy() for k, p in model.params.items()}
             if on_best is not None:
                 on_best(model, epoch, metrics)
-    for name, p in best_params.items():
-        model.params[name][...] = p
+        if comm.size > 1:
+            comm.barrier()
+    if best_params is not None:  # (rank 0)
+        for name, p in best_params.items():
+            model.params[name][...] = p
     return {"history": history, "best_epoch": best_epoch, "best": best,
             "train_time_s": round(time.perf_counter() - start, 1)}

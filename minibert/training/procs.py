@@ -83,6 +83,18 @@ def in_rank() -> bool:
     return ENV_RANK in os.environ
 
 
+def add_procs_argument(parser, shares: str, one_process_when: str = "") -> None:
+    """The --procs option of a training command (pretrain, finetune): `shares` says what each process takes,
+    `one_process_when` adds the command's own reasons for auto to stay in one process."""
+    group = parser.add_argument_group("processes")
+    group.add_argument("--procs", metavar="N", default=None,
+                       help=f"processes to train on, each with {shares} (data parallel on this machine, like "
+                            f"mpiexec -n N; docs/scaling.md). auto: 2 on a machine with 2 or more cores (faster "
+                            f"than one process with 2 threads: NumPy's elementwise work runs on one thread), 1 "
+                            f"when OPENBLAS_NUM_THREADS or OMP_NUM_THREADS is set, the batch is odd"
+                            f"{one_process_when} [auto]")
+
+
 def resolve_procs(requested, batch_size: int, single_process_reason: str | None) -> int:
     """How many processes to train on: `requested` ("auto", None or a count) checked against the run.
 
