@@ -188,11 +188,8 @@ def _settings(args, given: dict, settings_class):
 
 def single_process_reason(settings) -> str | None:
     """Why this run cannot be shared between processes (the refusals of training/pretrain.py), or None."""
-    from minibert.training.objectives import brings_own_model
     if settings.objective == "electra":
         return "--objective electra runs in one process for now"
-    if brings_own_model(settings):
-        return f"minibert {getattr(settings, 'COMMAND', 'pretrain')} runs in one process for now"
     return None
 
 

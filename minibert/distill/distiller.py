@@ -34,6 +34,10 @@ DEFAULT_WEIGHTS = {  # DistilBERT's published run used ce 5, mlm 2, cos 1 (and t
 HIDDEN_LOSSES = (("cos_loss", "alpha_cos", L.token_cosine_forward, L.token_cosine_backward),
                  ("mse_loss", "alpha_mse", L.token_mse_forward, L.token_mse_backward),
                  ("pool_loss", "alpha_pool", L.pooled_cosine_forward, L.pooled_cosine_backward))
+WEIGHT_OF = {"kd_loss": "alpha_ce", **{part: weight for part, weight, _, _ in HIDDEN_LOSSES}}
+# What each loss is a mean over. Data-parallel ranks (training/pretrain.py) each hold part of a batch, and scale
+# each loss by their share of its terms, so that the sum over the ranks is the whole batch's loss and gradient.
+MEAN_OVER = {"kd_loss": "masked", "cos_loss": "tokens", "mse_loss": "tokens", "pool_loss": "sequences"}
 
 
 def check_weights(mode: str, weights: dict) -> None:
@@ -69,6 +73,10 @@ class Distiller:
     @property
     def rng(self):
         return self.student.rng
+
+    @rng.setter
+    def rng(self, generator):  # (several ranks: each its own dropout masks)
+        self.student.rng = generator
 
     @property
     def training(self):
@@ -147,20 +155,35 @@ class Distiller:
                            prediction_logits=logits if logits is not None else np.zeros((0, V), np.float32),
                            masked_positions=positions if positions is not None else np.zeros(0, np.int64))
 
-    def backward(self, loss_scale=1.0):
+    def weighted_losses(self, out, shares: dict) -> tuple[float, dict]:
+        """(total loss, each part) of a forward's output with each loss scaled by this rank's share of what it is a
+        mean over: shares["masked"], ["tokens"], ["sequences"] (MEAN_OVER; the student's MLM loss is over the
+        masked tokens). Added up over the ranks, these are the whole batch's numbers."""
+        parts = {name: shares[MEAN_OVER[name]] * value for name, value in out.parts.items()}
+        w = self.weights
+        loss = w["alpha_mlm"] * shares["masked"] * out.mlm_loss + sum(
+            w[WEIGHT_OF[name]] * value for name, value in parts.items())
+        return loss, parts
+
+    def backward(self, loss_scale=1.0, mlm_scale=None, token_scale=None):
+        """Gradients of loss_scale x the loss. Several ranks give each loss its own scale, the rank's share of
+        what the loss is a mean over: mlm_scale for the soft targets and the MLM loss (masked tokens),
+        token_scale for the token cosine and MSE (real tokens), loss_scale for the pooled cosine (sequences)."""
         if self._cache is None:
             raise ValueError("backward() called before forward()")
         c_kd, caches, shape = self._cache
         self._cache = None
         w, dtype = self.weights, self.student.dtype
+        scale = {"masked": loss_scale if mlm_scale is None else mlm_scale,
+                 "tokens": loss_scale if token_scale is None else token_scale, "sequences": loss_scale}
         d_hidden = np.zeros(shape, dtype=dtype)  # (B, T, H)
         for part, weight, _, backward in HIDDEN_LOSSES:
             if w[weight] and part in caches:
-                d_hidden += backward(caches[part], loss_scale * w[weight])
+                d_hidden += backward(caches[part], scale[MEAN_OVER[part]] * w[weight])
         if self.mode == "hidden":
             self.student.backward(d_hidden)
             return
         d_logits = None
         if c_kd is not None and w["alpha_ce"]:
-            d_logits = L.soft_target_backward(c_kd, loss_scale * w["alpha_ce"], dtype)  # (M, V)
-        self.student.backward(loss_scale * w["alpha_mlm"], d_logits=d_logits, d_last_hidden_state=d_hidden)
+            d_logits = L.soft_target_backward(c_kd, scale["masked"] * w["alpha_ce"], dtype)  # (M, V)
+        self.student.backward(scale["masked"] * w["alpha_mlm"], d_logits=d_logits, d_last_hidden_state=d_hidden)

@@ -51,10 +51,10 @@ def evaluate(model, batches, use_nsp: bool, comm=None) -> dict:
     split = comm is not None and comm.size > 1
     sums, parts_sum = _evaluation_sums(model, batches[comm.rank::comm.size] if split else batches, use_nsp)
     if split:
-        if parts_sum:
-            raise ValueError("a distillation's evaluation runs in one process")
-        total = comm.allreduce_sum_(np.array([float(sums[k]) for k in SUMS]))
+        names = sorted(parts_sum)  # a distillation's losses (the same names on every rank)
+        total = comm.allreduce_sum_(np.array([float(sums[k]) for k in SUMS] + [parts_sum[n] for n in names]))
         sums = {k: (float(v) if k.endswith("_sum") else int(round(v))) for k, v in zip(SUMS, total)}
+        parts_sum = {n: float(v) for n, v in zip(names, total[len(SUMS):])}
     return _metrics(model, sums, parts_sum, use_nsp)
 
 

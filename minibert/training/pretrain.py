@@ -169,9 +169,6 @@ def _train(settings: PretrainSettings, resume_checkpoint: Path | None, run_dir: 
     if comm.size > 1 and settings.objective == "electra":
         raise ValueError("--objective electra runs in one process for now: its generator and discriminator "
                          "losses are not yet weighted per rank (run it without mpiexec)")
-    if comm.size > 1 and brings_own_model(settings):
-        raise ValueError(f"minibert {getattr(settings, 'COMMAND', 'pretrain')} runs in one process for now: its "
-                         f"losses are not yet weighted per rank (run it without mpiexec)")
     t_start = time.perf_counter()
     progress = not settings.quiet and comm.is_root
     if not comm.is_root:
@@ -305,6 +302,7 @@ def _train(settings: PretrainSettings, resume_checkpoint: Path | None, run_dir: 
         return round(elapsed_before + time.perf_counter() - t_loop, 3)
 
     grad_norm = 0.0
+    distilling = brings_own_model(settings)  # minibert distill: a Distiller, several losses weighted apart
     try:
         step = start_step
         while step < plan.total_steps:
@@ -314,6 +312,7 @@ def _train(settings: PretrainSettings, resume_checkpoint: Path | None, run_dir: 
             if comm.size > 1:  # each rank its own dropout masks, reproducible on resume (any number of ranks)
                 model.rng = np.random.default_rng([settings.seed, DROPOUT_STREAM, step, comm.rank])
             sums = np.zeros(len(STEP_SUMS))  # this rank's part of the step's loss, accuracy and token counts
+            step_parts = {}  # a distillation's separate losses, this rank's part
             # A blow-up (overflow, NaN) is detected just below and reported in one clear message instead.
             with np.errstate(over="ignore", invalid="ignore"):
                 for micro in range(settings.grad_accum):
@@ -322,27 +321,38 @@ def _train(settings: PretrainSettings, resume_checkpoint: Path | None, run_dir: 
                     masker.mlm_probability = masking_rate(settings, step, plan.total_steps)
                     batch = masked_batch(stream.take(settings.batch_size), masker, tok.pad_token_id, rng)
                     part = rank_share(batch, comm.rank, comm.size)  # the whole batch when there is one rank
-                    # Weights that make the sum over ranks the single-process loss (1.0 and 1.0 for one rank).
-                    mlm_weight = _masked(part) / max(1, _masked(batch))
-                    nsp_weight = 1.0 / comm.size
+                    # Weights that make the sum over ranks the single-process loss (all 1.0 for one rank): the
+                    # rank's share of the batch's masked tokens, sequences and (a distillation's) real tokens.
+                    shares = {"masked": _masked(part) / max(1, _masked(batch)), "sequences": 1.0 / comm.size,
+                              "tokens": part["attention_mask"].sum() / max(1, batch["attention_mask"].sum())}
                     out = model.forward(part["input_ids"], part["token_type_ids"], part["attention_mask"],
                                         labels=part["labels"],
                                         next_sentence_label=part["next_sentence_label"] if use_nsp else None)
-                    if comm.size > 1:
-                        model.backward(loss_scale=nsp_weight / settings.grad_accum,
-                                       mlm_scale=mlm_weight / settings.grad_accum)
-                    else:  # (every model's backward takes loss_scale; ELECTRA's has no separate MLM scale)
+                    if comm.size == 1:  # (every model's backward takes loss_scale; ELECTRA's has no separate MLM scale)
                         model.backward(loss_scale=1.0 / settings.grad_accum)
-                    sums += _step_sums(out, part, use_nsp, mlm_weight, nsp_weight, settings.grad_accum)
-                    for name, value in (out.get("parts") or {}).items():  # a distillation's separate losses
-                        window.parts[name] = window.parts.get(name, 0.0) + value / settings.grad_accum
+                    elif distilling:
+                        model.backward(loss_scale=shares["sequences"] / settings.grad_accum,
+                                       mlm_scale=shares["masked"] / settings.grad_accum,
+                                       token_scale=shares["tokens"] / settings.grad_accum)
+                    else:
+                        model.backward(loss_scale=shares["sequences"] / settings.grad_accum,
+                                       mlm_scale=shares["masked"] / settings.grad_accum)
+                    sums += _step_sums(out, part, use_nsp, shares, settings.grad_accum,
+                                       model if comm.size > 1 else None)
+                    if distilling:  # its separate losses, weighted as its gradient (summed over the ranks below)
+                        for name, value in model.weighted_losses(out, shares)[1].items():
+                            step_parts[name] = step_parts.get(name, 0.0) + value / settings.grad_accum
                 sums[STEP_SUMS.index("over_budget")] = comm.is_root and (time.perf_counter() - t_loop
                                                                           > budget_seconds * BUDGET_OVERRUN)
+                names = sorted(step_parts)  # (the same on every rank: the same losses)
+                sums = np.concatenate([sums, [step_parts[name] for name in names]])
                 if comm.size > 1:  # the gradient of the global batch, each rank summing and clipping its shard
                     grad_norm, sums = optimizer.reduce_and_clip(sums, settings.clip)
                 else:
                     grad_norm = clip_grad_norm(model.grads, settings.clip)
-                step_loss = _add_to_window(window, sums)
+                for name, value in zip(names, sums[len(STEP_SUMS):]):
+                    window.parts[name] = window.parts.get(name, 0.0) + float(value)
+                step_loss = _add_to_window(window, sums[:len(STEP_SUMS)])
                 if not (math.isfinite(step_loss) and math.isfinite(grad_norm)):
                     raise TrainingStopped(_nan_message(run_dir, step + 1, f"the loss ({step_loss}) or gradient "
                                                        f"norm ({grad_norm}) is not a finite number", settings.lr))
@@ -453,9 +463,10 @@ def _masked(batch: dict) -> int:
     return int((batch["labels"] != IGNORE_INDEX).sum())
 
 
-def _step_sums(out, part: dict, use_nsp: bool, mlm_weight: float, nsp_weight: float, grad_accum: int) -> np.ndarray:
+def _step_sums(out, part: dict, use_nsp: bool, shares: dict, grad_accum: int, model=None) -> np.ndarray:
     """This rank's contribution to the step's STEP_SUMS (weighted like its gradient: the sum over ranks is the
     single-process value)."""
+    mlm_weight, nsp_weight = shares["masked"], shares["sequences"]
     targets = part["labels"].reshape(-1)[out.masked_positions]  # (M,)
     nsp_loss = nsp_weight * float(out.nsp_loss) if use_nsp else 0.0
     sums = {"loss": (mlm_weight * float(out.mlm_loss) + nsp_loss) / grad_accum,
@@ -466,8 +477,9 @@ def _step_sums(out, part: dict, use_nsp: bool, mlm_weight: float, nsp_weight: fl
     if tokens:  # one process only (ELECTRA is refused under MPI): its loss also holds lambda x the RTD loss
         sums.update(loss=float(out.loss) / grad_accum, rtd_loss=float(out.rtd_loss) / grad_accum,
                     rtd_correct=correct, rtd_tokens=tokens)
-    if out.get("parts") is not None:  # a distillation (one process only): its loss is the weighted total
-        sums["loss"] = float(out.loss) / grad_accum
+    if out.get("parts") is not None:  # a distillation: its loss is the weighted total of its losses (several
+        # ranks, `model` given: each loss weighted by the rank's share of what it is a mean over)
+        sums["loss"] = (float(out.loss) if model is None else model.weighted_losses(out, shares)[0]) / grad_accum
     if use_nsp:
         nsl = part["next_sentence_label"]
         sums.update(nsp_loss=nsp_loss / grad_accum, pairs=len(nsl),

@@ -241,15 +241,6 @@ def test_electra_is_refused_on_several_ranks_before_any_work(corpus, tmp_path):
     assert not (tmp_path / "runs").exists()
 
 
-def test_distillation_is_refused_on_several_ranks_before_any_work(corpus, tmp_path):
-    from minibert.distill.settings import DistillSettings
-    settings = DistillSettings(**{**tiny_settings(corpus, tmp_path / "runs", batch_size=6).to_dict(),
-                                  "objective": "mlm"})
-    with pytest.raises(ValueError, match="minibert distill runs in one process"):
-        pretrain(settings, comm=ThreeRanks())
-    assert not (tmp_path / "runs").exists()
-
-
 def test_rank_share_takes_disjoint_rows_and_drops_unneeded_padding():
     lengths = [3, 5, 2, 4, 6, 1]  # rows of a global batch padded to 6 columns
     mask = np.array([[1] * n + [0] * (6 - n) for n in lengths])

@@ -51,8 +51,8 @@ def test_a_count_that_cannot_work_is_refused_with_the_reason(unpinned):
     assert resolve_procs("1", 15, "electra") == 1 and resolve_procs("3", 15, None) == 3
     with pytest.raises(ValueError, match=r"--batch-size 16 .* divisible by --procs 3"):
         resolve_procs("3", 16, None)
-    with pytest.raises(ValueError, match=r"--procs 2: minibert distill runs in one process"):
-        resolve_procs("2", 16, "minibert distill runs in one process for now")
+    with pytest.raises(ValueError, match=r"--procs 2: --objective electra runs in one process"):
+        resolve_procs("2", 16, "--objective electra runs in one process for now")
     with pytest.raises(ValueError, match=r"--procs 'two': expected a number of processes or 'auto'"):
         resolve_procs("two", 16, None)
     with pytest.raises(ValueError, match=r"--procs 0: expected at least 1"):
