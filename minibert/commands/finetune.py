@@ -219,7 +219,7 @@ def _run_sequence(args, comm) -> int:
     from minibert.finetune.loading import load_for_finetuning, save_classifier
     from minibert.finetune.metrics import format_report
     from minibert.finetune.plots import save_confusion_matrix
-    from minibert.finetune.train import all_cores, encode_examples, evaluate, train_classifier
+    from minibert.finetune.train import encode_examples, evaluate, evaluation, train_classifier
     from minibert.commands.finetune_setup import apply_dropout, load_checked_tokenizer, make_log, setup_training
 
     started = time.perf_counter()
@@ -278,7 +278,7 @@ def _run_sequence(args, comm) -> int:
         "test": None, "baseline": None, "train_time_s": result["train_time_s"], "processes": comm.size,
     }
     if test is not None:
-        with all_cores(comm):
+        with evaluation(comm):
             summary["test"] = evaluate(model, encoded["test"], y["test"], label_names, pad_id, progress=progress,
                                        desc="testing")
     report_split = "test" if test is not None else "eval"

@@ -57,7 +57,7 @@ def run_qa(args, comm) -> int:
     from minibert.finetune.qa_features import build_windows
     from minibert.finetune.qa_predict import answer_questions
     from minibert.finetune.squad_metrics import squad_scores
-    from minibert.finetune.train import all_cores, fit
+    from minibert.finetune.train import evaluation, fit
     from minibert.models.question_answering import BertForQuestionAnswering
 
     import numpy as np
@@ -104,7 +104,7 @@ def run_qa(args, comm) -> int:
                           squad_version="2.0" if v2 else "1.1", num_train_windows=len(windows["train"]),
                           doc_stride=stride, max_answer_length=args.max_answer_length, processes=comm.size)
     if test is not None:
-        with all_cores(comm):
+        with evaluation(comm):
             summary["test"] = evaluate("test", "testing")
     split = "test" if test is not None else "eval"
     summary["reported_split"] = split

@@ -57,7 +57,7 @@ def run_tokens(args, comm) -> int:
     from minibert.finetune.ner_metrics import format_entity_report
     from minibert.finetune.tagging import encode_tagged, evaluate_tagger, padded_labels
     from minibert.layers.loss import IGNORE_INDEX
-    from minibert.finetune.train import all_cores, fit
+    from minibert.finetune.train import evaluation, fit
     from minibert.models.token_classification import BertForTokenClassification
 
     started = time.perf_counter()
@@ -99,7 +99,7 @@ def run_tokens(args, comm) -> int:
                            "num_test": len(test) if test is not None else None}, labels=tag_names,
                           processes=comm.size)
     if test is not None:
-        with all_cores(comm):
+        with evaluation(comm):
             summary["test"] = evaluate("test", "testing")
     split = "test" if test is not None else "eval"
     summary["reported_split"] = split
