@@ -97,7 +97,7 @@ def add_arguments(parser: argparse.ArgumentParser, defaults: PretrainSettings | 
     opt.add_argument("--seed", type=int, metavar="N", default=None, help=f"random seed [{D.seed}]")
 
     from minibert.training.procs import add_procs_argument
-    add_procs_argument(parser, "its share of every batch and of the cores", ", or the objective runs in one process")
+    add_procs_argument(parser, "its share of every batch and of the cores")
 
     run = parser.add_argument_group("run folder")
     run.add_argument("--name", metavar="NAME", default=None, help="run folder name [<config>-<corpus>-<date>-<time>]")
@@ -144,8 +144,7 @@ def start_or_resume(args, given: dict, settings_class, train, report) -> int:
     resolved = None
     if not procs.in_rank() and launcher_size()[0] == 1:  # not yet a rank: maybe start the ranks of --procs N
         resolved = _settings(args, given, settings_class)
-        n = procs.resolve_procs(getattr(args, "procs", None), resolved[0].batch_size,
-                                single_process_reason(resolved[0]))
+        n = procs.resolve_procs(getattr(args, "procs", None), resolved[0].batch_size, None)
         if n > 1:  # start ranks 1..n-1 of this same command, then become rank 0 (does not return)
             procs.rank_timeout()  # a bad MINIBERT_RANK_TIMEOUT fails here, before any rank starts
             procs.become_rank0([sys.executable, "-m", "minibert", *args.argv], n)
@@ -184,13 +183,6 @@ def _settings(args, given: dict, settings_class):
         settings, checkpoint, run_dir = settings_class(**given), None, None
     settings.validate()
     return settings, checkpoint, run_dir
-
-
-def single_process_reason(settings) -> str | None:
-    """Why this run cannot be shared between processes (the refusals of training/pretrain.py), or None."""
-    if settings.objective == "electra":
-        return "--objective electra runs in one process for now"
-    return None
 
 
 def _resume_settings(run_dir: Path, given: dict, settings_class=PretrainSettings):

@@ -50,6 +50,28 @@ def sample_tokens(logits, rng):
     return np.minimum(picks, logits.shape[-1] - 1).astype(np.int64)
 
 
+class Draws:
+    """Uniform numbers drawn beforehand, handed out as `rng.random(n)` would (sample_tokens' one call)."""
+
+    def __init__(self, u):
+        self.u = u
+
+    def random(self, n):
+        if n != len(self.u):
+            raise ValueError(f"{len(self.u)} numbers were drawn for {n} masked positions")
+        return self.u
+
+
+def batch_draws(key, labels, rank: int = 0, size: int = 1) -> Draws:
+    """The sampling numbers of a training batch: one uniform per masked position of the whole (B, T) batch,
+    from default_rng(key), in row-major order; data-parallel rank `rank` of `size`, which holds rows rank,
+    rank + size, ... (training/distributed.py: rank_share), takes those of its rows. Every rank then samples
+    what one process samples at the same positions."""
+    rows = np.flatnonzero(np.asarray(labels).reshape(-1) != IGNORE_INDEX) // np.shape(labels)[1]  # (M,) row of each
+    u = np.random.default_rng(key).random(len(rows))  # (M,)
+    return Draws(u[rows % size == rank])
+
+
 def replace_masked(input_ids, labels, sampled):
     """The discriminator's input and labels: the generator's samples written at the labelled positions.
 
@@ -84,7 +106,7 @@ class ElectraPretrainer(Model):
         super().__init__(config, seed=seed, dtype=dtype, init_weights=init_weights)
         self.discriminator = ElectraForPreTraining(config, dtype=self.dtype, init_weights=False)
         self.generator = ElectraForMaskedLM(self.gen_config, dtype=self.dtype, init_weights=False)
-        self._attach()
+        self.attach_sub_models()
         self._cache = None
 
     @staticmethod
@@ -101,8 +123,20 @@ class ElectraPretrainer(Model):
                 shapes[GEN + name] = shape
         return shapes
 
-    def _attach(self):
-        """Point the sub-models' params/grads at views of this model's buffers (again after astype)."""
+    @property
+    def rng(self):
+        return self._rng
+
+    @rng.setter
+    def rng(self, generator):  # the sub-models draw their dropout masks from the same stream
+        self._rng = generator
+        for sub in (getattr(self, "discriminator", None), getattr(self, "generator", None)):
+            if sub is not None:
+                sub.rng = generator
+
+    def attach_sub_models(self):
+        """Point the sub-models' params/grads at views of this model's buffers (again after the buffers move:
+        astype, or into shared memory for data-parallel processes, training/pretrain.py)."""
         for sub, key in ((self.discriminator, lambda n: n), (self.generator, self.generator_key)):
             names = list(sub.param_shapes())
             sub.params = {n: self.params[key(n)] for n in names}
@@ -120,13 +154,14 @@ class ElectraPretrainer(Model):
 
     def astype(self, dtype):
         super().astype(dtype)
-        self._attach()
+        self.attach_sub_models()
         return self
 
     def forward(self, input_ids, token_type_ids=None, attention_mask=None, labels=None, next_sentence_label=None,
                 sample_rng=None):
-        """`sample_rng` draws the generator's samples. Default: in training the model's own generator (self.rng,
-        saved in checkpoints); in eval mode a fixed one, so that held-out numbers depend on the model only."""
+        """`sample_rng` draws the generator's samples (the training loop passes a step's `batch_draws`). Default: in
+        training the model's own generator (self.rng, saved in checkpoints); in eval mode a fixed one, so that
+        held-out numbers depend on the model only."""
         self._cache = None
         if labels is None:
             raise ValueError("ElectraPretrainer.forward needs labels (the masked positions' original tokens)")
@@ -146,14 +181,22 @@ class ElectraPretrainer(Model):
 
     __call__ = forward
 
-    def backward(self, loss_scale=1.0):
+    def backward(self, loss_scale=1.0, mlm_scale=None, token_scale=None):
         """Accumulate d(loss_scale * loss)/d(param): the discriminator's share (x rtd_weight), then the
-        generator's; the shared embedding gradients add up in the same arrays."""
+        generator's; the shared embedding gradients add up in the same arrays. Data-parallel ranks scale each
+        loss by their share of what it is a mean over: mlm_scale for the generator's MLM loss (masked tokens),
+        token_scale for the replaced-token detection (real tokens)."""
         if self._cache is None:
             raise ValueError("backward() needs a forward() first")
-        self.discriminator.backward(loss_scale * self.rtd_weight)
-        self.generator.backward(loss_scale)
+        self.discriminator.backward((loss_scale if token_scale is None else token_scale) * self.rtd_weight)
+        self.generator.backward(loss_scale if mlm_scale is None else mlm_scale)
         self._cache = None
+
+    def weighted_loss(self, out, shares: dict) -> tuple[float, float]:
+        """(loss, RTD loss) of a forward's output, each part scaled by this rank's share of its terms
+        (shares["masked"], shares["tokens"]): added up over the ranks, the whole batch's."""
+        rtd = shares["tokens"] * out.rtd_loss
+        return shares["masked"] * out.mlm_loss + self.rtd_weight * rtd, rtd
 
     # ---------------------------------------------------------------- checkpoints
     def save_pretrained(self, path):

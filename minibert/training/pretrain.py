@@ -47,6 +47,7 @@ from minibert.training.distributed import LocalCommunicator, check_divisible, ra
 from minibert.training.evaluate import build_eval_batches, evaluate, most_frequent_token_accuracy, token_counts
 from minibert.training.memory import ProportionalPeak, peak_rss_mb
 from minibert.training.metrics import MetricsLog, Window
+from minibert.models.electra_pretraining import batch_draws
 from minibert.training.objectives import brings_own_model, build_model, output_bias_name, rtd_counts
 from minibert.training.run_dir import create_run_dir, default_run_name, latest_checkpoint
 from minibert.training.settings import PretrainSettings
@@ -55,6 +56,7 @@ from minibert.training.sharded import ShardedAdamW
 EVAL_MASK_PROB = 0.15  # held-out masks: BERT's rate, whatever --mask-prob trains with
 MASKING_STREAM = 2  # random streams of one seed: 1 = examples, 2 = masking (the model's dropout has its own)
 DROPOUT_STREAM = 3  # several ranks: each rank's dropout generator, a function of (seed, step, rank)
+SAMPLE_STREAM = 4  # ELECTRA: the generator's samples of a step, the same on every rank (electra_pretraining.py)
 # The sums of a step that the ranks add up (one small Allreduce per step), in this order.
 STEP_SUMS = ("loss", "mlm_loss", "nsp_loss", "correct", "masked", "tokens", "nsp_correct", "pairs", "rtd_loss",
              "rtd_correct", "rtd_tokens", "over_budget")
@@ -166,9 +168,6 @@ def _train(settings: PretrainSettings, resume_checkpoint: Path | None, run_dir: 
     settings.validate()
     comm = comm or LocalCommunicator()
     check_divisible(settings.batch_size, comm.size)
-    if comm.size > 1 and settings.objective == "electra":
-        raise ValueError("--objective electra runs in one process for now: its generator and discriminator "
-                         "losses are not yet weighted per rank (run it without mpiexec)")
     t_start = time.perf_counter()
     progress = not settings.quiet and comm.is_root
     if not comm.is_root:
@@ -227,6 +226,8 @@ def _train(settings: PretrainSettings, resume_checkpoint: Path | None, run_dir: 
                                "(minibert/flat.py): an entry was replaced")
         # (after recipe_parts, which sets the output bias: under --procs the weights are shared from here on)
         optimizer = ShardedAdamW(model.params, model.grads, comm, **adamw_options)
+        if hasattr(model, "attach_sub_models"):  # ELECTRA: its two models' views of the moved buffers
+            model.attach_sub_models()
     else:
         optimizer = AdamW(model.params, model.grads, **adamw_options)
     stream = training_stream(settings, data, seq_len)
@@ -303,6 +304,7 @@ def _train(settings: PretrainSettings, resume_checkpoint: Path | None, run_dir: 
 
     grad_norm = 0.0
     distilling = brings_own_model(settings)  # minibert distill: a Distiller, several losses weighted apart
+    electra = settings.objective == "electra"  # a generator's samples, and a loss over every real token
     try:
         step = start_step
         while step < plan.total_steps:
@@ -325,12 +327,17 @@ def _train(settings: PretrainSettings, resume_checkpoint: Path | None, run_dir: 
                     # rank's share of the batch's masked tokens, sequences and (a distillation's) real tokens.
                     shares = {"masked": _masked(part) / max(1, _masked(batch)), "sequences": 1.0 / comm.size,
                               "tokens": part["attention_mask"].sum() / max(1, batch["attention_mask"].sum())}
+                    sampling = {}  # ELECTRA: the generator's samples, drawn for the whole batch, this rank's share
+                    if electra:
+                        sampling["sample_rng"] = batch_draws([settings.seed, SAMPLE_STREAM, step, micro],
+                                                             batch["labels"], comm.rank, comm.size)
                     out = model.forward(part["input_ids"], part["token_type_ids"], part["attention_mask"],
                                         labels=part["labels"],
-                                        next_sentence_label=part["next_sentence_label"] if use_nsp else None)
-                    if comm.size == 1:  # (every model's backward takes loss_scale; ELECTRA's has no separate MLM scale)
+                                        next_sentence_label=part["next_sentence_label"] if use_nsp else None,
+                                        **sampling)
+                    if comm.size == 1:  # (every model's backward takes loss_scale)
                         model.backward(loss_scale=1.0 / settings.grad_accum)
-                    elif distilling:
+                    elif distilling or electra:  # (their token-level losses: a mean over real tokens)
                         model.backward(loss_scale=shares["sequences"] / settings.grad_accum,
                                        mlm_scale=shares["masked"] / settings.grad_accum,
                                        token_scale=shares["tokens"] / settings.grad_accum)
@@ -474,9 +481,9 @@ def _step_sums(out, part: dict, use_nsp: bool, shares: dict, grad_accum: int, mo
             "correct": int((out.prediction_logits.argmax(axis=-1) == targets).sum()), "masked": len(targets),
             "tokens": int(part["attention_mask"].sum())}
     correct, tokens, _ = rtd_counts(out, part["attention_mask"])  # ELECTRA's discriminator; zeros otherwise
-    if tokens:  # one process only (ELECTRA is refused under MPI): its loss also holds lambda x the RTD loss
-        sums.update(loss=float(out.loss) / grad_accum, rtd_loss=float(out.rtd_loss) / grad_accum,
-                    rtd_correct=correct, rtd_tokens=tokens)
+    if tokens:  # its loss also holds lambda x the RTD loss (several ranks, `model` given: each weighted apart)
+        loss, rtd_loss = (float(out.loss), float(out.rtd_loss)) if model is None else model.weighted_loss(out, shares)
+        sums.update(loss=loss / grad_accum, rtd_loss=rtd_loss / grad_accum, rtd_correct=correct, rtd_tokens=tokens)
     if out.get("parts") is not None:  # a distillation: its loss is the weighted total of its losses (several
         # ranks, `model` given: each loss weighted by the rank's share of what it is a mean over)
         sums["loss"] = (float(out.loss) if model is None else model.weighted_losses(out, shares)[0]) / grad_accum

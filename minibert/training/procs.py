@@ -98,7 +98,7 @@ def add_procs_argument(parser, shares: str, one_process_when: str = "") -> None:
 def resolve_procs(requested, batch_size: int, single_process_reason: str | None) -> int:
     """How many processes to train on: `requested` ("auto", None or a count) checked against the run.
 
-    single_process_reason: why this run needs one process (ELECTRA, distillation), or None."""
+    single_process_reason: why this run needs one process (e.g. `minibert finetune --baseline-only`), or None."""
     if requested in (None, "auto"):
         if (os.name != "posix" or threads_pinned() or usable_cores() < 2 or single_process_reason
                 or batch_size % AUTO_PROCS):
@@ -378,7 +378,7 @@ class ProcsCommunicator:
         The row is this rank's to write at any time; other ranks read it only inside the collectives. Other
         collectives on buffers of the same size and dtype use the same area, so they write over these arrays.
         Views of the old buffer taken before (e.g. a sub-model's own copy of the dict entries) are left behind:
-        models with sub-models (ELECTRA, a distiller) run in one process."""
+        a model with sub-models points them at the moved buffers again (ELECTRA's attach_sub_models)."""
         buf = arrays.buffer
         arrays.move_to(np.asarray(self._area(buf.dtype, buf.size)[self.rank]))  # a plain view of the mapping
 

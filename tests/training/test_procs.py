@@ -39,7 +39,7 @@ def test_auto_takes_two_processes_on_a_multicore_machine(unpinned):
 
 def test_auto_stays_in_one_process_when_it_should(unpinned, monkeypatch):
     assert resolve_procs("auto", 15, None) == 1  # an odd batch cannot be shared evenly
-    assert resolve_procs("auto", 16, "--objective electra runs in one process for now") == 1
+    assert resolve_procs("auto", 16, "--baseline-only trains no BERT") == 1
     monkeypatch.setattr(procs, "usable_cores", lambda: 1)
     assert resolve_procs("auto", 16, None) == 1
     monkeypatch.setattr(procs, "usable_cores", lambda: 4)
@@ -48,11 +48,11 @@ def test_auto_stays_in_one_process_when_it_should(unpinned, monkeypatch):
 
 
 def test_a_count_that_cannot_work_is_refused_with_the_reason(unpinned):
-    assert resolve_procs("1", 15, "electra") == 1 and resolve_procs("3", 15, None) == 3
+    assert resolve_procs("1", 15, "one process only") == 1 and resolve_procs("3", 15, None) == 3
     with pytest.raises(ValueError, match=r"--batch-size 16 .* divisible by --procs 3"):
         resolve_procs("3", 16, None)
-    with pytest.raises(ValueError, match=r"--procs 2: --objective electra runs in one process"):
-        resolve_procs("2", 16, "--objective electra runs in one process for now")
+    with pytest.raises(ValueError, match=r"--procs 2: --baseline-only trains no BERT"):
+        resolve_procs("2", 16, "--baseline-only trains no BERT")
     with pytest.raises(ValueError, match=r"--procs 'two': expected a number of processes or 'auto'"):
         resolve_procs("two", 16, None)
     with pytest.raises(ValueError, match=r"--procs 0: expected at least 1"):
@@ -67,8 +67,8 @@ def test_the_command_becomes_the_launcher_of_its_ranks(unpinned, monkeypatch, tm
     with pytest.raises(SystemExit):
         main(args)
     assert calls == [([sys.executable, "-m", "minibert", *args], 2)]  # the same command, run by each rank
-    assert main([*args, "--objective", "electra", "--procs", "2"]) == 2
-    assert "--procs 2: --objective electra runs in one process" in capsys.readouterr().err
+    assert main([*args, "--batch-size", "15", "--procs", "2"]) == 2
+    assert "--batch-size 15 (the global batch) must be divisible by --procs 2" in capsys.readouterr().err
     assert len(calls) == 1 and not any(tmp_path.iterdir())  # refused before any work
 
 
