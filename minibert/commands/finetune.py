@@ -206,9 +206,10 @@ def run(args) -> int:
 
 def _check_sequence(args) -> None:
     """Every check of a classifier's run (data, model folder, settings, --out), before its ranks start."""
-    from minibert.commands.finetune_setup import setup_training
+    from minibert.commands.finetune_setup import load_checked_tokenizer, setup_training
     _prepare_data(args, lambda message: None)
-    setup_training(args, "sequence")
+    checkpoint, tokenizer_dir, config, _, _ = setup_training(args, "sequence")
+    load_checked_tokenizer(tokenizer_dir, config, checkpoint)
     if args.baseline:
         from minibert.finetune.baseline import _import_sklearn
         _import_sklearn()
@@ -229,6 +230,8 @@ def _run_sequence(args, comm) -> int:
     # ---- every check first: data, model folder, settings, output folder, optional dependencies
     train, eval_, test, label_names, source = _prepare_data(args, log)
     if args.baseline_only:  # no model involved: nothing else to check
+        if not comm.is_root:  # (under mpiexec: one rank trains the baseline and writes)
+            return 0
         from minibert.finetune.baseline import _import_sklearn
         _import_sklearn()
         return _baseline_only(args, train, eval_, test, label_names, source, _out_path(args), started, log)

@@ -45,9 +45,10 @@ def _prepare_squad(args, log):
 
 def check_qa(args) -> None:
     """Every check of a QA run (data, model folder, settings, --out), before its ranks start."""
-    from minibert.commands.finetune_setup import setup_training
+    from minibert.commands.finetune_setup import load_checked_tokenizer, setup_training
     _prepare_squad(args, lambda message: None)
-    setup_training(args, "qa")
+    checkpoint, tokenizer_dir, config, _, _ = setup_training(args, "qa")
+    load_checked_tokenizer(tokenizer_dir, config, checkpoint)
 
 
 def run_qa(args, comm) -> int:

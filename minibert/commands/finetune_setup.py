@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+import warnings
 
 import numpy as np
 
@@ -79,7 +80,7 @@ def run_on_ranks(args, task, check) -> int:
     silently (no log, no progress bars) and write nothing; an error on any rank ends every rank."""
     from minibert.finetune.train import TrainingDiverged
     from minibert.training import procs
-    from minibert.training.distributed import communicator, launcher_size
+    from minibert.training.distributed import check_divisible, communicator, launcher_size
 
     if not procs.in_rank() and launcher_size()[0] == 1:  # not yet a rank: maybe start the ranks of --procs N
         single = "--baseline-only trains no BERT" if getattr(args, "baseline_only", False) else None
@@ -91,8 +92,11 @@ def run_on_ranks(args, task, check) -> int:
     comm = communicator()  # several processes under --procs N, mpiexec or srun
     if comm.size == 1:
         return task(args, comm)
+    check_divisible(args.batch_size, comm.size)  # (mpiexec: the number of ranks is known only here)
     if not comm.is_root:
         args.silent_rank, args.no_progress = True, True
+        warnings.simplefilter("ignore")  # rank 0 shows what the ranks have in common
+    code = 1
     try:
         with comm.abort_on_error("minibert finetune"):  # one rank failing ends them all: none waits forever
             try:

@@ -45,9 +45,10 @@ def _prepare_tagged(args, log):
 
 def check_tokens(args) -> None:
     """Every check of a tagger's run (data, model folder, settings, --out), before its ranks start."""
-    from minibert.commands.finetune_setup import setup_training
+    from minibert.commands.finetune_setup import load_checked_tokenizer, setup_training
     _prepare_tagged(args, lambda message: None)
-    setup_training(args, "tokens")
+    checkpoint, tokenizer_dir, config, _, _ = setup_training(args, "tokens")
+    load_checked_tokenizer(tokenizer_dir, config, checkpoint)
 
 
 def run_tokens(args, comm) -> int:

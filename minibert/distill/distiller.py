@@ -155,6 +155,12 @@ class Distiller:
                            prediction_logits=logits if logits is not None else np.zeros((0, V), np.float32),
                            masked_positions=positions if positions is not None else np.zeros(0, np.int64))
 
+    @property
+    def part_names(self) -> list[str]:
+        """The losses `forward` reports in `.parts` (fixed by the mode and the weights)."""
+        return (["kd_loss"] if self.mode == "mlm" else []) + [
+            part for part, weight, _, _ in HIDDEN_LOSSES if self.weights[weight] or part == "cos_loss"]
+
     def weighted_losses(self, out, shares: dict) -> tuple[float, dict]:
         """(total loss, each part) of a forward's output with each loss scaled by this rank's share of what it is a
         mean over: shares["masked"], ["tokens"], ["sequences"] (MEAN_OVER; the student's MLM loss is over the

@@ -178,6 +178,8 @@ def train_step(model, optimizer, encoded: list, chosen, targets, pad_id: int, lr
         # Hugging Face's), so its loss depends on the padded length. (A batch sorted by length costs no more.)
         inputs = collate(encoded, mine, pad_id, max(len(encoded[i][0]) for i in chosen))
         out = model.forward(*inputs, **targets(mine, inputs[0].shape[1]))
+        if size == 1 and not math.isfinite(out.loss):
+            return out.loss, 0  # (nothing to learn from: the caller stops)
         correct = count_correct(out, mine) if count_correct is not None else 0
         terms = loss_terms or len
         share = 1.0 if size == 1 else terms(mine) / max(terms(chosen), 1)  # this rank's part of the batch's mean
@@ -188,6 +190,9 @@ def train_step(model, optimizer, encoded: list, chosen, targets, pad_id: int, lr
     else:
         _, sums = optimizer.reduce_and_clip(np.array([loss, correct], dtype=np.float64), max_grad_norm)
         loss, correct = float(sums[0]), int(round(sums[1]))
+        if not math.isfinite(loss):  # (the summed loss: every rank returns here alike, and the caller stops)
+            model.zero_grad()
+            return loss, correct
     optimizer.step(lr=lr)
     model.zero_grad()
     return loss, correct
@@ -199,10 +204,11 @@ class evaluation:
       CLI runs), goes back to the system first: the evaluation's batches run on worker threads, which allocate
       from malloc arenas of their own and could not reuse it (MiniLM at batch 32: ~1 GB more at the peak);
     - rank 0 of N runs N inference batches at once (parallel.map_batches): while it alone evaluates, the cores of
-      the other ranks, which only wait, are free."""
+      the other ranks, which only wait, are free (under --procs; MPI ranks poll while they wait)."""
 
     def __init__(self, comm=None):
-        self.size = 1 if comm is None else comm.size
+        # (MPI's waiting ranks poll and keep their cores busy: there rank 0 stays on its own threads)
+        self.size = comm.size if getattr(comm, "waits_idle", False) else 1
 
     def __enter__(self):
         release_freed_memory()

@@ -205,6 +205,7 @@ class MPICommunicator:
         sys.stderr.flush()
         time.sleep(0.3)  # let the launcher forward this rank's last lines: MPI_Abort tears its streams down at once
         self.comm.Abort(code)
+        os._exit(code)  # (MPI_Abort may return before the process manager ends this rank: it must not go on)
 
     @contextlib.contextmanager
     def abort_on_error(self, prefix: str):

@@ -51,10 +51,11 @@ def evaluate(model, batches, use_nsp: bool, comm=None) -> dict:
     split = comm is not None and comm.size > 1
     sums, parts_sum = _evaluation_sums(model, batches[comm.rank::comm.size] if split else batches, use_nsp)
     if split:
-        names = sorted(parts_sum)  # a distillation's losses (the same names on every rank)
-        total = comm.allreduce_sum_(np.array([float(sums[k]) for k in SUMS] + [parts_sum[n] for n in names]))
+        # A distillation's losses: their names from the model, since a rank may have had no batch to evaluate.
+        names = sorted(getattr(model, "part_names", ()))
+        total = comm.allreduce_sum_(np.array([float(sums[k]) for k in SUMS] + [parts_sum.get(n, 0.0) for n in names]))
         sums = {k: (float(v) if k.endswith("_sum") else int(round(v))) for k, v in zip(SUMS, total)}
-        parts_sum = {n: float(v) for n, v in zip(names, total[len(SUMS):])}
+        parts_sum = {n: float(v) for n, v in zip(names, total[len(SUMS):])}  # (names: parts_sum's keys)
     return _metrics(model, sums, parts_sum, use_nsp)
 
 

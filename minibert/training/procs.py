@@ -254,6 +254,7 @@ class ProcsCommunicator:
 
     launch_hint = ""  # how to start the same job again: `minibert pretrain --resume ...` re-launches by itself
     ranks_are = "processes"  # what the log calls them: the user started one command, not N ranks
+    waits_idle = True  # a rank waiting for the others sleeps in a socket read: its core is free meanwhile
 
     def __init__(self, rank: int, size: int, sockets: list[socket.socket], workdir: str,
                  children: list[int] | None = None, rank0_pid: int | None = None):

@@ -131,3 +131,13 @@ def test_bad_input_is_one_line_before_any_rank_starts(tmp_path, launches, capsys
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and err.startswith("minibert finetune: error:") and re.search(message, err)
     assert launches == []
+
+
+def test_a_tokenizer_that_does_not_fit_the_model_is_one_line_before_any_rank_starts(tmp_path, launches, capsys):
+    model = make_model_dir(tmp_path / "model")
+    with open(model / "vocab.txt", "a", encoding="utf-8") as f:
+        f.write("extra\n")  # one token more than config.json's vocab_size
+    train = write_rows(tmp_path / "train.csv", make_examples(30, seed=1))
+    assert main(["finetune", "--model", str(model), "--train", train, "--procs", "2"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "the tokenizer has" in err and launches == []
