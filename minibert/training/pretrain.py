@@ -40,6 +40,7 @@ from minibert.data.prepare import prepare_data
 from minibert.io.atomic import atomic_write_text
 from minibert.layers.activations import numba_gelu_loop, numpy_gelu_unless_asked
 from minibert.layers.loss import IGNORE_INDEX
+from minibert.models.electra_pretraining import batch_draws
 from minibert.optim import AdamW, clip_grad_norm
 from minibert.training.budget import Plan, make_plan, measure_step_seconds, replan, steps_that_fit
 from minibert.training.checkpointing import load_training_state, save_checkpoint
