@@ -48,7 +48,6 @@ from minibert.training.distributed import LocalCommunicator, check_divisible, ra
 from minibert.training.evaluate import build_eval_batches, evaluate, most_frequent_token_accuracy, token_counts
 from minibert.training.memory import ProportionalPeak, peak_rss_mb
 from minibert.training.metrics import MetricsLog, Window
-from minibert.models.electra_pretraining import batch_draws
 from minibert.training.objectives import brings_own_model, build_model, output_bias_name, rtd_counts
 from minibert.training.run_dir import create_run_dir, default_run_name, latest_checkpoint
 from minibert.training.settings import PretrainSettings
@@ -352,8 +351,8 @@ def _train(settings: PretrainSettings, resume_checkpoint: Path | None, run_dir: 
                             step_parts[name] = step_parts.get(name, 0.0) + value / settings.grad_accum
                 sums[STEP_SUMS.index("over_budget")] = comm.is_root and (time.perf_counter() - t_loop
                                                                           > budget_seconds * BUDGET_OVERRUN)
-                names = sorted(step_parts)  # (the same on every rank: the same losses)
-                sums = np.concatenate([sums, [step_parts[name] for name in names]])
+                names = sorted(model.part_names) if distilling else []  # (the same on every rank)
+                sums = np.concatenate([sums, [step_parts.get(name, 0.0) for name in names]])
                 if comm.size > 1:  # the gradient of the global batch, each rank summing and clipping its shard
                     grad_norm, sums = optimizer.reduce_and_clip(sums, settings.clip)
                 else:

@@ -241,7 +241,7 @@ def test_electra_on_two_ranks_trains_like_one_process(corpus, tmp_path, launcher
     # numbers), and each loss is weighted by the rank's share of its terms (masked tokens for the generator's
     # MLM, real tokens for the replaced-token detection): the same run as one process, to float32 rounding.
     # (Weighting the detection by masked tokens instead, as BERT's MLM, moves the losses ~1e-3: checked by hand.)
-    runs, options = tmp_path / "runs", dict(OPTIONS, objective="electra", grad_accum=1)
+    runs, options = tmp_path / "runs", dict(OPTIONS, objective="electra")  # (two micro-batches a step)
     pretrain(tiny_settings(corpus, runs, name="one", **options), log=lambda *a: None)
     if launcher == "procs":
         result = run_job([sys.executable, *map(str, cli_args(corpus, runs, "two", procs=2, **options))],
