@@ -49,6 +49,34 @@ if not args.rank_worker:  # (a rank's threads are set by the launcher that start
         str(args.threads)
 
 
+import numpy as np  # noqa: E402
+
+from minibert.data.builtin import minilm_dir  # noqa: E402
+from minibert.finetune.data import label_ids  # noqa: E402
+from minibert.finetune.loading import load_for_finetuning, load_tokenizer  # noqa: E402
+from minibert.finetune.tasks import load_task  # noqa: E402
+from minibert.finetune.train import collate, encode_examples, train_step  # noqa: E402
+from minibert.optim import AdamW, clip_grad_norm, linear_warmup_decay  # noqa: E402
+
+NAMES = ["negative", "neutral", "positive"]
+
+
+def drug_reviews():
+    """The training examples of drug-reviews, tokenized: (encoded, labels)."""
+    task = load_task("drug-reviews")
+    encoded = encode_examples(load_tokenizer(minilm_dir()), task.train, args.max_length)
+    return encoded, label_ids(task.train, {n: i for i, n in enumerate(NAMES)})
+
+
+def minibert_classifier(sparse_last_layer=True):
+    """MiniLM with a new 3-class head (the same start on every rank and for torch), dropout off."""
+    model = load_for_finetuning(minilm_dir(), NAMES, log=lambda message: None)
+    model.config.hidden_dropout_prob = model.config.attention_probs_dropout_prob = model.classifier_dropout = 0.0
+    model.sparse_last_layer = sparse_last_layer
+    model.train()
+    return model
+
+
 def batch_of(step, order, B):
     return order[(step * B) % (len(order) - B):][:B]
 
@@ -58,25 +86,12 @@ def rank_worker():
     --procs N` runs them; rank 0 prints the step times and losses as JSON."""
     import json
 
-    import numpy as np
-
-    from minibert.data.builtin import minilm_dir
-    from minibert.finetune.data import label_ids
-    from minibert.finetune.loading import load_for_finetuning, load_tokenizer
-    from minibert.finetune.tasks import load_task
-    from minibert.finetune.train import encode_examples, train_step
-    from minibert.optim import linear_warmup_decay
     from minibert.training.distributed import communicator
     from minibert.training.sharded import ShardedAdamW
 
     comm = communicator()
-    names = ["negative", "neutral", "positive"]
-    task = load_task("drug-reviews")
-    encoded = encode_examples(load_tokenizer(minilm_dir()), task.train, args.max_length)
-    y = label_ids(task.train, {n: i for i, n in enumerate(names)})
-    model = load_for_finetuning(minilm_dir(), names, log=lambda message: None)
-    model.config.hidden_dropout_prob = model.config.attention_probs_dropout_prob = model.classifier_dropout = 0.0
-    model.train()
+    encoded, y = drug_reviews()
+    model = minibert_classifier()
     optimizer = ShardedAdamW(model.params, model.grads, comm, lr=args.lr, weight_decay=0.01)
     order = np.random.default_rng(0).permutation(len(encoded))
     warmup = max(1, args.steps // 10)
@@ -99,34 +114,20 @@ if args.rank_worker:
 
 import warnings  # noqa: E402
 
-import numpy as np  # noqa: E402
 import torch  # noqa: E402
 import transformers  # noqa: E402
 
-from minibert.data.builtin import minilm_dir  # noqa: E402
-from minibert.finetune.data import label_ids  # noqa: E402
-from minibert.finetune.loading import load_for_finetuning, load_tokenizer  # noqa: E402
-from minibert.finetune.tasks import load_task  # noqa: E402
-from minibert.finetune.train import collate, encode_examples  # noqa: E402
-from minibert.optim import AdamW, clip_grad_norm, linear_warmup_decay  # noqa: E402
-
 torch.set_num_threads(args.threads)
 warnings.simplefilter("ignore")
-task = load_task("drug-reviews")
-names = ["negative", "neutral", "positive"]
-encoded = encode_examples(load_tokenizer(minilm_dir()), task.train, args.max_length)
-y = label_ids(task.train, {n: i for i, n in enumerate(names)})
+encoded, y = drug_reviews()
 
-def minibert_classifier(sparse_last_layer=True):
-    model = load_for_finetuning(minilm_dir(), names, log=lambda message: None)
-    model.config.hidden_dropout_prob = model.config.attention_probs_dropout_prob = model.classifier_dropout = 0.0
-    model.sparse_last_layer = sparse_last_layer
-    model.train()
+
+def with_adamw(model):
     return model, AdamW(model.params, model.grads, lr=args.lr, weight_decay=0.01)
 
 
-ours, optimizer = minibert_classifier()
-dense = minibert_classifier(False) if args.dense_last_layer else None
+ours, optimizer = with_adamw(minibert_classifier())
+dense = with_adamw(minibert_classifier(False)) if args.dense_last_layer else None
 hf_config = transformers.BertConfig(**{k: v for k, v in ours.config.to_dict().items()
                                        if k not in ("id2label", "label2id")}, num_labels=3,
                                     attn_implementation="eager")

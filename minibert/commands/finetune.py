@@ -194,25 +194,14 @@ def _baseline_only(args, train, eval_, test, label_names, source, out, started, 
 
 
 def run(args) -> int:
-    from minibert.commands.finetune_setup import run_on_ranks
+    from minibert.commands.finetune_setup import check_run, run_on_ranks
     if args.task_type == "tokens":
-        from minibert.commands.finetune_tokens import check_tokens, run_tokens
-        return run_on_ranks(args, run_tokens, check_tokens)
+        from minibert.commands.finetune_tokens import _prepare_tagged, run_tokens
+        return run_on_ranks(args, run_tokens, lambda a: check_run(a, _prepare_tagged, "tokens"))
     if args.task_type == "qa":
-        from minibert.commands.finetune_qa import check_qa, run_qa
-        return run_on_ranks(args, run_qa, check_qa)
-    return run_on_ranks(args, _run_sequence, _check_sequence)
-
-
-def _check_sequence(args) -> None:
-    """Every check of a classifier's run (data, model folder, settings, --out), before its ranks start."""
-    from minibert.commands.finetune_setup import load_checked_tokenizer, setup_training
-    _prepare_data(args, lambda message: None)
-    checkpoint, tokenizer_dir, config, _, _ = setup_training(args, "sequence")
-    load_checked_tokenizer(tokenizer_dir, config, checkpoint)
-    if args.baseline:
-        from minibert.finetune.baseline import _import_sklearn
-        _import_sklearn()
+        from minibert.commands.finetune_qa import _prepare_squad, run_qa
+        return run_on_ranks(args, run_qa, lambda a: check_run(a, _prepare_squad, "qa"))
+    return run_on_ranks(args, _run_sequence, lambda a: check_run(a, _prepare_data, "sequence"))
 
 
 def _run_sequence(args, comm) -> int:

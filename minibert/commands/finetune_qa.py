@@ -43,14 +43,6 @@ def _prepare_squad(args, log):
     return train, eval_, test, v2
 
 
-def check_qa(args) -> None:
-    """Every check of a QA run (data, model folder, settings, --out), before its ranks start."""
-    from minibert.commands.finetune_setup import load_checked_tokenizer, setup_training
-    _prepare_squad(args, lambda message: None)
-    checkpoint, tokenizer_dir, config, _, _ = setup_training(args, "qa")
-    load_checked_tokenizer(tokenizer_dir, config, checkpoint)
-
-
 def run_qa(args, comm) -> int:
     from minibert.commands.finetune_setup import (apply_dropout, load_checked_tokenizer, make_log, run_summary,
                                                   setup_training, write_summary)

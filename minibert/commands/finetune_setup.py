@@ -73,6 +73,17 @@ def make_log(args):
     return log
 
 
+def check_run(args, prepare, task_type) -> None:
+    """Every check of a fine-tuning run that `run_on_ranks` does before its ranks start: the data
+    (`prepare(args, log)`), the model folder, settings and --out, the tokenizer, and scikit-learn for --baseline."""
+    prepare(args, lambda message: None)
+    checkpoint, tokenizer_dir, config, _, _ = setup_training(args, task_type)
+    load_checked_tokenizer(tokenizer_dir, config, checkpoint)
+    if getattr(args, "baseline", False):  # (text classification only: the other kinds refuse it in `prepare`)
+        from minibert.finetune.baseline import _import_sklearn
+        _import_sklearn()
+
+
 def run_on_ranks(args, task, check) -> int:
     """Run `task(args, comm)` in this process, or on the ranks of `--procs N` (training/procs.py): the command's
     process starts ranks 1..N-1 of the same command and becomes rank 0. Before any rank starts, `check(args)`

@@ -24,7 +24,7 @@ from minibert.layers import threads
 from minibert.models.base import forward_only
 from minibert.optim import AdamW, clip_grad_norm, linear_warmup_decay
 from minibert.parallel import map_batches
-from minibert.training.distributed import LocalCommunicator
+from minibert.training.distributed import LocalCommunicator, check_divisible
 from minibert.training.sharded import ShardedAdamW
 
 DROPOUT_STREAM = 7  # several ranks: rank r's dropout masks of step s come from default_rng([seed, 7, s, r])
@@ -252,8 +252,7 @@ def fit(model, train_encoded, targets, evaluate_fn, settings: Settings, pad_id: 
     settings.validate()
     comm = comm or LocalCommunicator()
     N, B = len(train_encoded), settings.batch_size
-    if B % comm.size:
-        raise ValueError(f"--batch-size {B} must be divisible by the number of processes ({comm.size})")
+    check_divisible(B, comm.size)
     steps_per_epoch = math.ceil(N / B)
     total_steps = steps_per_epoch * settings.epochs
     warmup_steps = int(settings.warmup_ratio * total_steps)

@@ -337,13 +337,11 @@ def _train(settings: PretrainSettings, resume_checkpoint: Path | None, run_dir: 
                                         **sampling)
                     if comm.size == 1:  # (every model's backward takes loss_scale)
                         model.backward(loss_scale=1.0 / settings.grad_accum)
-                    elif distilling or electra:  # (their token-level losses: a mean over real tokens)
-                        model.backward(loss_scale=shares["sequences"] / settings.grad_accum,
-                                       mlm_scale=shares["masked"] / settings.grad_accum,
-                                       token_scale=shares["tokens"] / settings.grad_accum)
                     else:
-                        model.backward(loss_scale=shares["sequences"] / settings.grad_accum,
-                                       mlm_scale=shares["masked"] / settings.grad_accum)
+                        scales = {"loss_scale": shares["sequences"], "mlm_scale": shares["masked"]}
+                        if distilling or electra:  # (their token-level losses: a mean over real tokens)
+                            scales["token_scale"] = shares["tokens"]
+                        model.backward(**{k: v / settings.grad_accum for k, v in scales.items()})
                     sums += _step_sums(out, part, use_nsp, shares, settings.grad_accum,
                                        model if comm.size > 1 else None)
                     if distilling:  # its separate losses, weighted as its gradient (summed over the ranks below)
