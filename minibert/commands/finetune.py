@@ -194,14 +194,14 @@ def _baseline_only(args, train, eval_, test, label_names, source, out, started, 
 
 
 def run(args) -> int:
-    from minibert.commands.finetune_setup import check_run, run_on_ranks
+    from minibert.commands.finetune_setup import check_run, finetune_on_ranks
     if args.task_type == "tokens":
         from minibert.commands.finetune_tokens import _prepare_tagged, run_tokens
-        return run_on_ranks(args, run_tokens, lambda a: check_run(a, _prepare_tagged, "tokens"))
+        return finetune_on_ranks(args, run_tokens, lambda a: check_run(a, _prepare_tagged, "tokens"))
     if args.task_type == "qa":
         from minibert.commands.finetune_qa import _prepare_squad, run_qa
-        return run_on_ranks(args, run_qa, lambda a: check_run(a, _prepare_squad, "qa"))
-    return run_on_ranks(args, _run_sequence, lambda a: check_run(a, _prepare_data, "sequence"))
+        return finetune_on_ranks(args, run_qa, lambda a: check_run(a, _prepare_squad, "qa"))
+    return finetune_on_ranks(args, _run_sequence, lambda a: check_run(a, _prepare_data, "sequence"))
 
 
 def _run_sequence(args, comm) -> int:

@@ -74,7 +74,7 @@ def make_log(args):
 
 
 def check_run(args, prepare, task_type) -> None:
-    """Every check of a fine-tuning run that `run_on_ranks` does before its ranks start: the data
+    """Every check of a fine-tuning run that `finetune_on_ranks` does before its ranks start: the data
     (`prepare(args, log)`), the model folder, settings and --out, the tokenizer, and scikit-learn for --baseline."""
     prepare(args, lambda message: None)
     checkpoint, tokenizer_dir, config, _, _ = setup_training(args, task_type)
@@ -84,41 +84,33 @@ def check_run(args, prepare, task_type) -> None:
         _import_sklearn()
 
 
-def run_on_ranks(args, task, check) -> int:
-    """Run `task(args, comm)` in this process, or on the ranks of `--procs N` (training/procs.py): the command's
+def finetune_on_ranks(args, task, check) -> int:
+    """Run `task(args, comm)` in this process, or on the ranks of `--procs N` (training/ranks.py): the command's
     process starts ranks 1..N-1 of the same command and becomes rank 0. Before any rank starts, `check(args)`
     runs every check of the run here, so that bad input is one line from one process. Ranks other than 0 train
-    silently (no log, no progress bars) and write nothing; an error on any rank ends every rank."""
+    silently (no log, no progress bars) and write nothing; an error on any rank ends every rank, and SIGTERM
+    ends the run as Ctrl-C does (the best epoch so far is already saved)."""
     from minibert.finetune.train import TrainingDiverged
-    from minibert.training import procs
-    from minibert.training.distributed import check_divisible, communicator, launcher_size
+    from minibert.training.distributed import check_divisible
+    from minibert.training.ranks import not_yet_a_rank, run_on_ranks, start_ranks
 
-    if not procs.in_rank() and launcher_size()[0] == 1:  # not yet a rank: maybe start the ranks of --procs N
+    if not_yet_a_rank():
         single = "--baseline-only trains no BERT" if getattr(args, "baseline_only", False) else None
-        n = procs.resolve_procs(args.procs, args.batch_size, single)
-        if n > 1:
-            check(args)
-            procs.rank_timeout()  # a bad MINIBERT_RANK_TIMEOUT fails here, before any rank starts
-            procs.become_rank0([sys.executable, "-m", "minibert", *args.argv], n)  # (does not return)
-    comm = communicator()  # several processes under --procs N, mpiexec or srun
-    if comm.size == 1:
-        return task(args, comm)
-    check_divisible(args.batch_size, comm.size)  # (mpiexec: the number of ranks is known only here)
-    if not comm.is_root:
-        args.silent_rank, args.no_progress = True, True
-        warnings.simplefilter("ignore")  # rank 0 shows what the ranks have in common
-    code = 1
-    try:
-        with comm.abort_on_error("minibert finetune"):  # one rank failing ends them all: none waits forever
-            try:
-                code = task(args, comm)
-            except TrainingDiverged as e:  # every rank at the same step: rank 0 says it once
-                if comm.is_root:
-                    print(f"minibert finetune: error: {e}", file=sys.stderr)
-                return comm.finish(2)
-    except SystemExit as e:  # a rank stopped (abort_on_error said why)
-        return comm.finish(e.code if isinstance(e.code, int) else 0 if e.code is None else 1)
-    return comm.finish(code)
+        start_ranks(args, args.batch_size, lambda: check(args), single)
+
+    def body(comm) -> int:
+        if comm.size > 1:
+            check_divisible(args.batch_size, comm.size)  # (mpiexec: the number of ranks is known only here)
+            if not comm.is_root:
+                args.silent_rank, args.no_progress = True, True
+                warnings.simplefilter("ignore")  # rank 0 shows what the ranks have in common
+        try:
+            return task(args, comm)
+        except TrainingDiverged as e:  # every rank at the same step: rank 0 says it once
+            if comm.is_root:
+                print(f"minibert finetune: error: {e}", file=sys.stderr)
+            return 2
+    return run_on_ranks("minibert finetune", body)
 
 
 def refuse_classification_options(args, task_type):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
 from pathlib import Path
 
@@ -135,44 +134,28 @@ def run(args) -> int:
 
 def start_or_resume(args, given: dict, settings_class, train, report) -> int:
     """New settings from the options `given`, or a run's saved ones with --resume; then `train(settings,
-    resume_checkpoint=, run_dir=, comm=)` (on every rank under mpiexec/srun, docs/scaling.md) and, on rank 0,
-    `report(summary, settings)`. Returns the exit code: 1 when training stopped (said on stderr)."""
-    from minibert.training import procs
-    from minibert.training.distributed import communicator, launcher_size
+    resume_checkpoint=, run_dir=, comm=)` on every rank (--procs N, mpiexec, srun: docs/scaling.md) and, on rank
+    0, `report(summary, settings)`. Returns the exit code: 1 when training stopped (said on stderr)."""
     from minibert.training.pretrain import TrainingStopped
+    from minibert.training.ranks import not_yet_a_rank, run_on_ranks, start_ranks
     command = f"minibert {getattr(settings_class, 'COMMAND', 'pretrain')}"
     resolved = None
-    if not procs.in_rank() and launcher_size()[0] == 1:  # not yet a rank: maybe start the ranks of --procs N
+    if not_yet_a_rank():  # the settings are checked once, here, before any rank starts
         resolved = _settings(args, given, settings_class)
-        n = procs.resolve_procs(getattr(args, "procs", None), resolved[0].batch_size, None)
-        if n > 1:  # start ranks 1..n-1 of this same command, then become rank 0 (does not return)
-            procs.rank_timeout()  # a bad MINIBERT_RANK_TIMEOUT fails here, before any rank starts
-            procs.become_rank0([sys.executable, "-m", "minibert", *args.argv], n)
-    comm = communicator()  # several processes under --procs N, mpiexec or srun
-    # SIGTERM (a scheduler's time limit, `kill`) ends the run as Ctrl-C does: every rank stops, the shared folder
-    # of --procs is removed, and rank 0 says where the latest checkpoint is and how to resume (status 130).
-    previous = signal.signal(signal.SIGTERM, _interrupt)  # (put back at the end: a test may call this in-process)
-    try:
+        start_ranks(args, resolved[0].batch_size)
+
+    def body(comm) -> int:
+        settings, checkpoint, run_dir = resolved or _settings(args, given, settings_class)
         try:
-            with comm.abort_on_error(command):  # one rank failing ends them all: none waits forever
-                settings, checkpoint, run_dir = resolved or _settings(args, given, settings_class)
-                try:
-                    summary = train(settings, resume_checkpoint=checkpoint, run_dir=run_dir, comm=comm)
-                except TrainingStopped as e:  # raised by every rank at the same step (decided on summed numbers)
-                    if comm.is_root:
-                        print(f"{command}: {e}", file=sys.stderr)
-                    return comm.finish(1)
-                if comm.is_root:
-                    report(summary, settings)
-        except SystemExit as e:  # a rank stopped (abort_on_error said why)
-            return comm.finish(e.code if isinstance(e.code, int) else 0 if e.code is None else 1)
-        return comm.finish(0)  # --procs: rank 0 waits for the other ranks
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
-def _interrupt(signum, frame):
-    raise KeyboardInterrupt
+            summary = train(settings, resume_checkpoint=checkpoint, run_dir=run_dir, comm=comm)
+        except TrainingStopped as e:  # raised by every rank at the same step (decided on summed numbers)
+            if comm.is_root:
+                print(f"{command}: {e}", file=sys.stderr)
+            return 1
+        if comm.is_root:
+            report(summary, settings)
+        return 0
+    return run_on_ranks(command, body)
 
 
 def _settings(args, given: dict, settings_class):

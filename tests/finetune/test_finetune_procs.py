@@ -19,7 +19,7 @@ from safetensors.numpy import load_file
 
 from finetune_helpers import make_examples, make_model_dir, write_rows
 from heads_helpers import make_tiny_model_dir
-from mpi_helpers import ranks, requires_mpi
+from mpi_helpers import assert_ended_cleanly, ranks, requires_mpi, terminate_when
 import minibert.training.procs as procs
 from minibert.cli import main
 from minibert.finetune import synthetic
@@ -141,3 +141,19 @@ def test_a_tokenizer_that_does_not_fit_the_model_is_one_line_before_any_rank_sta
     assert main(["finetune", "--model", str(model), "--train", train, "--procs", "2"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "the tokenizer has" in err and launches == []
+
+
+def test_sigterm_ends_every_rank_as_ctrl_c_does(tmp_path):
+    # A scheduler's time limit sends SIGTERM to every process of the job: each rank stops as on Ctrl-C, rank 0
+    # says so once and removes the shared folder, the best epoch so far stays saved, and no process is left.
+    model = make_model_dir(tmp_path / "model")
+    train = write_rows(tmp_path / "train.csv", make_examples(97, seed=1))
+    out = tmp_path / "out"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    command = [sys.executable, "-m", "minibert", "finetune", "--model", model, "--train", train, "--out", out,
+               "--epochs", "100000", "--batch-size", "16", "--no-progress", "--procs", "2"]
+    job, _, err, shared = terminate_when(list(map(str, command)), (out / "model.safetensors").exists, env)
+    assert err.strip().splitlines()[-1] == "minibert finetune: interrupted", err
+    assert err.count("interrupted") == 1  # rank 0 alone says it
+    assert_ended_cleanly(job, shared)
+    assert load_file(out / "model.safetensors")  # the best epoch so far, whole

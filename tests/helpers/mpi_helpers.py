@@ -1,6 +1,7 @@
 """Starting test jobs as ranks: by mpiexec (skipped with the install hint where MPI is missing) or by minibert's
 own launcher (python -m minibert.training.procs, always available)."""
 
+import contextlib
 import importlib.util
 import os
 import shutil
@@ -64,3 +65,38 @@ def ranks(n, launcher, *args, timeout=TIMEOUT, env=None):
     start = [MPIEXEC, "-n", str(n)] if launcher == "mpiexec" else \
         [sys.executable, "-m", "minibert.training.procs", "-n", str(n)]
     return run_job([*start, sys.executable, *map(str, args)], timeout, env)
+
+
+def terminate_when(command, ready, env=None):
+    """Start `command` (a `--procs 2` training command) in its own process group, wait until `ready()`, then
+    send SIGTERM to every process of it, as a scheduler's time limit does. Returns (the finished job, its stdout,
+    its stderr, the shared folder of --procs it had or None where /proc cannot say)."""
+    import time
+    job = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           start_new_session=True)
+    try:
+        deadline = time.monotonic() + TIMEOUT
+        while not ready():  # training is under way on both ranks
+            assert time.monotonic() < deadline and job.poll() is None, job.stderr.read() if job.poll() else "slow"
+            time.sleep(0.1)
+        # Rank 0 is the starting process, exec'd with the shared folder in its environment.
+        environ = Path(f"/proc/{job.pid}/environ")
+        shared = dict(v.split("=", 1) for v in environ.read_text().split("\0") if "=" in v).get(
+            "MINIBERT_PROCS_DIR") if environ.exists() else None
+        assert Path(shared).is_dir() if shared else not sys.platform.startswith("linux")
+        os.killpg(job.pid, signal.SIGTERM)
+        out, err = job.communicate(timeout=TIMEOUT)
+    except BaseException:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(job.pid, signal.SIGKILL)
+        raise
+    return job, out, err, shared
+
+
+def assert_ended_cleanly(job, shared):
+    """The job stopped as on Ctrl-C (status 130), removed its shared folder and left no process behind."""
+    assert job.returncode == 130
+    if shared is not None:
+        assert not Path(shared).exists()  # the shared folder is gone
+    with pytest.raises(ProcessLookupError):
+        os.killpg(job.pid, 0)  # no process of the job is left

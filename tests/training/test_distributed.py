@@ -8,9 +8,7 @@ what happens without MPI always run.
 import json
 import os
 import signal
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -23,7 +21,7 @@ from minibert.training.metrics import read_metrics
 from minibert.training.pretrain import pretrain
 from minibert.training.run_dir import latest_checkpoint
 from minibert.training.settings import PretrainSettings
-from mpi_helpers import MPIEXEC, TIMEOUT, requires_mpi, run_job
+from mpi_helpers import MPIEXEC, TIMEOUT, assert_ended_cleanly, requires_mpi, run_job, terminate_when
 from pretrain_helpers import synthetic_documents, tiny_settings, write_corpus
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -281,31 +279,12 @@ def test_sigterm_ends_every_rank_as_ctrl_c_does(corpus, tmp_path):
     args = cli_args(str(corpus), str(runs), "term", config="tiny", seq_len=32, batch_size=8, steps=100000,
                     eval_every=100000, save_every=5, procs=2)
     env = {k: v for k, v in mpi_env().items() if k not in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")}
-    job = subprocess.Popen([sys.executable, *map(str, args)], env=env, stdout=subprocess.PIPE,
-                           stderr=subprocess.PIPE, text=True, start_new_session=True)
-    deadline = time.monotonic() + TIMEOUT
-    while latest_checkpoint(runs / "term") is None:  # training is under way on both ranks
-        assert time.monotonic() < deadline and job.poll() is None, job.stderr.read() if job.poll() else "no start"
-        time.sleep(0.1)
-    # This job's shared folder (other tests' jobs may have theirs): rank 0 is the starting process, exec'd with it
-    # in its environment.
-    environ = Path(f"/proc/{job.pid}/environ")
-    shared = dict(v.split("=", 1) for v in environ.read_text().split("\0") if "=" in v).get(
-        "MINIBERT_PROCS_DIR") if environ.exists() else None
-    assert Path(shared).is_dir() if shared else not sys.platform.startswith("linux")
-    os.killpg(job.pid, signal.SIGTERM)
-    try:
-        out, err = job.communicate(timeout=TIMEOUT)
-    except subprocess.TimeoutExpired:
-        os.killpg(job.pid, signal.SIGKILL)
-        raise
+    job, out, err, shared = terminate_when([sys.executable, *map(str, args)], lambda: latest_checkpoint(
+        runs / "term") is not None, env)
     assert job.returncode == 130, err
     assert "the latest checkpoint is" in out + err and f"--resume {runs / 'term'}" in out + err
     assert err.strip().splitlines()[-1] == "minibert pretrain: interrupted"
-    if shared is not None:
-        assert not Path(shared).exists()  # the shared folder is gone
-    with pytest.raises(ProcessLookupError):
-        os.killpg(job.pid, 0)  # no process of the job is left
+    assert_ended_cleanly(job, shared)
 
 
 def test_an_in_process_run_puts_the_sigterm_handler_back(corpus, tmp_path):
