@@ -89,6 +89,11 @@ class Distiller:
     def eval(self):
         return self.train(False)
 
+    def after_sharing(self, comm):
+        """(training/pretrain.py, several ranks: the student's buffers are in shared memory.) The teacher's weights
+        go there too, one read-only copy for all ranks of `--procs N` instead of one per rank."""
+        comm.share_frozen(self.teacher.params)
+
     def zero_grad(self):
         self.student.zero_grad()
 

@@ -66,7 +66,7 @@ def build_distiller(settings: DistillSettings, resume_checkpoint: Path | None):
 def distill(settings: DistillSettings, resume_checkpoint: Path | None = None, run_dir: Path | None = None,
             log=print, comm=None) -> dict:
     """Run (or resume) a distillation; returns the summary (also RUN_DIR/summary.json). The pre-training loop
-    trains the model DistillSettings.build_model builds (one process only, for now)."""
+    trains the model DistillSettings.build_model builds, on one process or several."""
     from minibert.config import BertConfig
     from minibert.training.pretrain import pretrain
     settings.validate()

@@ -134,6 +134,10 @@ class ElectraPretrainer(Model):
             if sub is not None:
                 sub.rng = generator
 
+    def after_sharing(self, comm):
+        """(training/pretrain.py, several ranks: the buffers moved into shared memory.)"""
+        self.attach_sub_models()
+
     def attach_sub_models(self):
         """Point the sub-models' params/grads at views of this model's buffers (again after the buffers move:
         astype, or into shared memory for data-parallel processes, training/pretrain.py)."""

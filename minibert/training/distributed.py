@@ -91,6 +91,9 @@ class LocalCommunicator:
     def share_weights(self, arrays) -> None:
         pass
 
+    def share_frozen(self, arrays) -> None:
+        pass
+
     def patient(self):
         return contextlib.nullcontext()
 
@@ -162,6 +165,9 @@ class MPICommunicator:
     def share_weights(self, arrays) -> None:
         """(ProcsCommunicator keeps one copy of the weights for all ranks; MPI ranks may be on other machines:
         each keeps its own, and allgather_ sends the updated parts.)"""
+
+    def share_frozen(self, arrays) -> None:
+        """(ProcsCommunicator keeps one copy of a distillation's teacher for all ranks; MPI ranks keep their own.)"""
 
     def patient(self):
         """(Only ProcsCommunicator limits how long a rank waits for another; MPI waits as long as it takes.)"""

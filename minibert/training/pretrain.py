@@ -226,8 +226,8 @@ def _train(settings: PretrainSettings, resume_checkpoint: Path | None, run_dir: 
                                "(minibert/flat.py): an entry was replaced")
         # (after recipe_parts, which sets the output bias: under --procs the weights are shared from here on)
         optimizer = ShardedAdamW(model.params, model.grads, comm, **adamw_options)
-        if hasattr(model, "attach_sub_models"):  # ELECTRA: its two models' views of the moved buffers
-            model.attach_sub_models()
+        if hasattr(model, "after_sharing"):  # ELECTRA: its sub-models' views; distillation: one shared teacher
+            model.after_sharing(comm)
     else:
         optimizer = AdamW(model.params, model.grads, **adamw_options)
     stream = training_stream(settings, data, seq_len)

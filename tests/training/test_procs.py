@@ -178,6 +178,37 @@ def test_three_ranks_sum_to_the_same_bits_and_hear_rank_0(tmp_path):
         assert record == {"b": [3.0, 1.5], "told": {"from": 0, "plan": [1, 2]}, "size": 3, "calls": 3}
 
 
+FROZEN = """
+import json, sys
+import numpy as np
+from minibert.flat import FlatArrays
+from minibert.training.distributed import communicator
+comm = communicator()
+arrays = FlatArrays({"w": (3, 4), "b": (5,)}, np.float32)
+arrays.buffer[:] = np.arange(17)
+comm.share_frozen(arrays)  # (a distillation's teacher)
+try:
+    arrays["w"][0, 0] = -1
+    writable = True
+except ValueError:
+    writable = False
+mapped = [line for line in open("/proc/self/maps") if "frozen-float32-17" in line]
+with open(f"{sys.argv[1]}/r{comm.rank}.json", "w") as f:
+    json.dump({"b": arrays["b"].tolist(), "writable": writable, "mapped": len(mapped), "intact": arrays.intact()}, f)
+"""
+
+
+def test_frozen_arrays_are_one_read_only_copy_for_every_rank(tmp_path):
+    script = tmp_path / "frozen.py"
+    script.write_text(FROZEN)
+    code, _, err = finish(run_ranks(2, script, tmp_path))
+    assert code == 0, err
+    for r in range(2):
+        record = json.loads((tmp_path / f"r{r}.json").read_text())
+        # rank 0's values, read from the shared file each rank maps (deleted once mapped), which none may change
+        assert record == {"b": [12.0, 13.0, 14.0, 15.0, 16.0], "writable": False, "mapped": 1, "intact": True}
+
+
 FAILING = """
 import sys, time
 from minibert.training.distributed import communicator
