@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+# What a tokenizer folder holds (this command writes the first two; Hugging Face's fast tokenizer the third).
+TOKENIZER_FILES = ("vocab.txt", "tokenizer_config.json", "tokenizer.json")
+
 
 def add_arguments(parser):
     parser.description = (
@@ -26,6 +29,9 @@ def add_arguments(parser):
     parser.add_argument("--score", choices=("wordpiece", "frequency"), default="wordpiece",
                         help="merge rule: 'wordpiece' = best count(ab)/(count(a) count(b)) (default); 'frequency' = "
                              "most frequent pair (BPE's rule; better whole words for small vocabularies)")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace the tokenizer files already in --out (default: refuse, since a model in that "
+                             "folder would no longer match its vocabulary)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
 
 
@@ -42,11 +48,17 @@ def run(args) -> int:
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise ValueError(f"--out {out} exists and is not a folder")
+    held = [name for name in TOKENIZER_FILES if (out / name).exists()]
+    if held and not args.overwrite:  # a model's folder: a new vocabulary would silently no longer fit its weights
+        raise FileExistsError(f"--out {out} already holds {', '.join(held)}; choose another folder, or add "
+                              f"--overwrite to replace {'it' if len(held) == 1 else 'them'}")
     files = corpus_files(args.corpus)  # every file must exist before the long work starts
     tok = train_wordpiece(files, vocab_size=args.vocab_size, min_frequency=args.min_frequency, score=args.score,
                           limit_alphabet=args.limit_alphabet, do_lower_case=not args.cased,
                           model_max_length=args.model_max_length, progress=not args.no_progress)
     tok.save_pretrained(out)
+    # An older fast tokenizer's tokenizer.json would be what Hugging Face loads first: it must go with the rest.
+    (out / "tokenizer.json").unlink(missing_ok=True)
     note = "" if tok.vocab_size == args.vocab_size else (
         f" (fewer than {args.vocab_size}: no pair left that appears --min-frequency={args.min_frequency} times)")
     print(f"trained a vocabulary of {tok.vocab_size} tokens{note} on {len(files)} file(s); "

@@ -424,7 +424,10 @@ class WordPieceTokenizer:
             if isinstance(value, str):
                 kwargs[key] = value
         kwargs.update(overrides)
-        return cls(vocab, **kwargs)
+        try:
+            return cls(vocab, **kwargs)
+        except ValueError as e:  # e.g. a text file given as the vocabulary: say which file
+            raise ValueError(f"{path}: not a usable WordPiece tokenizer: {e}") from None
 
 
 def longest_first(n_a: int, n_b: int, budget: int) -> tuple[int, int]:

@@ -67,3 +67,28 @@ def test_bad_input_gives_one_line_errors(tmp_path, capsys):
     assert "--vocab-size" in capsys.readouterr().err
     assert main(["tokenize", "--tokenizer", str(tmp_path / "nowhere"), "text"]) == 2
     assert "not found" in capsys.readouterr().err
+
+
+def test_a_folder_that_holds_a_tokenizer_is_replaced_only_when_asked(tmp_path, capsys):
+    # A model's folder: a new vocabulary would silently stop matching its embeddings.
+    corpus = write_corpus(tmp_path)
+    out = tmp_path / "model"
+    out.mkdir()
+    (out / "vocab.txt").write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nthe\n", encoding="utf-8")
+    (out / "tokenizer.json").write_text("{}", encoding="utf-8")  # a fast tokenizer's file, loaded first by HF
+    train = ["train-tokenizer", "--corpus", str(corpus), "--vocab-size", "80", "--out", str(out), "--no-progress"]
+    assert main(train) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "already holds vocab.txt, tokenizer.json" in err and "--overwrite" in err
+    assert (out / "vocab.txt").read_text(encoding="utf-8").split() == ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]",
+                                                                        "the"]  # untouched
+    assert main([*train, "--overwrite"]) == 0
+    assert WordPieceTokenizer.from_pretrained(out).vocab_size > 6 and not (out / "tokenizer.json").exists()
+
+
+def test_a_file_that_is_no_vocabulary_is_named_in_the_error(tmp_path, capsys):
+    text = tmp_path / "notes.txt"
+    text.write_text("hello world\nthe cat sat\n", encoding="utf-8")
+    assert main(["tokenize", "--tokenizer", str(text), "hi"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and str(text) in err and "no unknown token '[UNK]'" in err
