@@ -37,7 +37,8 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.Argument
                     "and look inside.",
         epilog="Run 'minibert COMMAND --help' for a command's options.",
     )
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    # required: `minibert` alone is a usage error (status 2), as argparse does for any missing argument
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     subparsers = {}
     for name, (_module, help_text) in COMMANDS.items():
         subparsers[name] = sub.add_parser(name, help=help_text, description=help_text)
@@ -56,16 +57,15 @@ def main(argv: list[str] | None = None) -> int:
         module.add_arguments(subparsers[name])
     args = parser.parse_args(argv)
     args.argv = list(argv)  # the command as typed: `minibert pretrain --procs N` starts its ranks with it
-    if args.command is None:
-        parser.print_help()
-        return 0
     try:
         from minibert.layers.activations import numba_gelu_loop, numba_setting
         if numba_setting() == "on":  # a bad MINIBERT_NUMBA, or =1 without a working numba, fails before any work
             numba_gelu_loop()
         return int(module.run(args) or 0)
-    except (ValueError, FileNotFoundError, FileExistsError, NotADirectoryError, ImportError) as e:
-        # Bad input or a missing optional package: one clear line, no traceback (MINIBERT_DEBUG=1 shows it).
+    except (ValueError, FileNotFoundError, FileExistsError, NotADirectoryError, IsADirectoryError, PermissionError,
+            ImportError) as e:
+        # Bad input, a path that cannot be written, or a missing optional package: one clear line, no traceback
+        # (MINIBERT_DEBUG=1 shows it). Commands check their paths before the work; this is the safety net.
         import os
         if os.environ.get("MINIBERT_DEBUG"):
             raise

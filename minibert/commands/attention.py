@@ -32,6 +32,10 @@ def run(args) -> int:
         raise ValueError(f"--out {out}: expected a .png file name")
     if html_out is not None and html_out.suffix.lower() not in (".html", ".htm"):
         raise ValueError(f"--html {html_out}: expected a .html file name")
+    from minibert.io.atomic import atomic_write_text, check_output_file
+    for option, path in (("--out", out), ("--html", html_out)):
+        if path is not None:
+            check_output_file(path, option)
     from minibert.viz.model_select import resolve_model_folder
     model_dir = resolve_model_folder(args.model)
 
@@ -64,7 +68,6 @@ def run(args) -> int:
             print("\n".join(attention_summary(result, args.layer, args.head)))
         print(f"wrote {out}")
     if html_out is not None:
-        from minibert.io.atomic import atomic_write_text
         atomic_write_text(html_out, page)
         print(f"wrote {html_out} (open it in a browser; it needs no network)")
     return 0

@@ -39,35 +39,45 @@ def read_texts(args) -> list[str]:
     if args.input:
         if args.input == "-":
             return sys.stdin.read().splitlines()
-        path = Path(args.input)
-        if not path.is_file():
-            raise FileNotFoundError(f"{path}: no such input file")
-        try:
-            return path.read_text(encoding="utf-8").splitlines()
-        except UnicodeDecodeError as e:
-            raise ValueError(f"{path}: not UTF-8 text ({e})") from None
+        from minibert.io.atomic import read_text_file
+        return read_text_file(args.input, "--input").splitlines()
     if not args.texts:
         raise ValueError("nothing to embed: give one or more texts, or --input FILE")
     return list(args.texts)
 
 
+def check_max_length(args) -> None:
+    """--max-length against the model's config.json, before the weights load (embed and similarity)."""
+    if args.max_length is not None:
+        from minibert.commands.predict import checked_max_length
+        from minibert.config import BertConfig
+        from minibert.embeddings import resolve_model_dir
+        checked_max_length(args, BertConfig.from_json_file(resolve_model_dir(args.model) / "config.json"),
+                           default=args.max_length, minimum=2)
+
+
 def run(args) -> int:
     from minibert.embeddings import SentenceEncoder
+    from minibert.io.atomic import atomic_path, check_output_file
 
     # Check everything cheap before the model loads.
     if args.batch_size < 1:
         raise ValueError(f"--batch-size must be at least 1, got {args.batch_size}")
     if args.workers is not None and args.workers < 1:
         raise ValueError(f"--workers must be at least 1, got {args.workers}")
-    if args.out and Path(args.out).suffix != ".npy":
-        raise ValueError(f"--out {args.out}: expected a file name ending in .npy")
+    if args.decimals < 0:
+        raise ValueError(f"--decimals must be at least 0, got {args.decimals}")
+    if args.out:
+        if Path(args.out).suffix != ".npy":
+            raise ValueError(f"--out {args.out}: expected a file name ending in .npy")
+        check_output_file(args.out, "--out", {"--input": args.input})
     texts = read_texts(args)
+    check_max_length(args)
     encoder = SentenceEncoder.from_pretrained(args.model, max_length=args.max_length, normalize=args.normalize)
     embeddings = encoder.encode(texts, batch_size=args.batch_size, progress=len(texts) > 4 * args.batch_size,
                                 workers=args.workers)
 
     if args.out:
-        from minibert.io.atomic import atomic_path
         with atomic_path(args.out) as tmp:
             with open(tmp, "wb") as f:
                 np.save(f, embeddings, allow_pickle=False)

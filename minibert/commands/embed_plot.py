@@ -26,17 +26,16 @@ def add_arguments(parser):
 
 
 def run(args) -> int:
+    from minibert.io.atomic import check_output_file, read_text_file
     words = list(args.words or [])
     if args.words_file:
-        path = Path(args.words_file)
-        if not path.is_file():
-            raise FileNotFoundError(f"--words-file {path}: no such file")
-        words += path.read_text(encoding="utf-8").split()
+        words += read_text_file(args.words_file, "--words-file").split()
     if not words:
         words = DEFAULT_WORDS
     out = Path(args.out)
     if out.suffix.lower() != ".png":
         raise ValueError(f"--out {out}: expected a .png file name")
+    check_output_file(out, "--out")
     from minibert.viz.model_select import resolve_model_folder
     model_dir = resolve_model_folder(args.model)
 

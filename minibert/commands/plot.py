@@ -16,11 +16,13 @@ def add_arguments(parser):
 
 
 def run(args) -> int:
+    from minibert.io.atomic import check_output_file
     from minibert.viz.curves import plot_training_curves, read_metrics, summary
     metrics = read_metrics(args.run_dir)  # clear errors for a missing folder / file / empty file, before drawing
     out = Path(args.out) if args.out else metrics.path.parent / "training.png"
     if out.suffix.lower() != ".png":
         raise ValueError(f"--out {out}: expected a .png file name")
+    check_output_file(out, "--out")
     plot_training_curves(metrics, out, title=args.title)
     print(summary(metrics))
     print(f"wrote {out}")

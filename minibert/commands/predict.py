@@ -30,7 +30,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
   minibert predict --model runs/squad --question "Where was Anna born?" --context "Anna was born in Oslo."
 
 output: one row per text with the predicted label, its probability (score) and the probability of every class
-(columns prob_<label> in CSV/TSV, an object "probabilities" in JSONL)."""
+(columns prob_<label> in CSV/TSV, an object "probabilities" in JSONL). A QA model prints its answers (widened
+to whole words) with their score: the span's start logit + end logit, not a probability (higher is better; the
+scores of one question's answers compare, those of different questions do not)."""
     parser.add_argument("texts", nargs="*", metavar="TEXT", help="texts to classify (or use --input)")
     parser.add_argument("--model", required=True, metavar="DIR", help="fine-tuned model folder (config.json with "
                         "id2label, model.safetensors, vocab.txt)")
@@ -48,7 +50,8 @@ output: one row per text with the predicted label, its probability (score) and t
                         help="tokens per text, longer ones truncated (default: 128 or the model's limit)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("--task-type", choices=("auto", "sequence", "tokens", "qa"), default="auto",
-                        help="what the model does (default auto: from config.json's architectures)")
+                        help="what the model does (default auto: from config.json's architectures; a type that "
+                             "contradicts them is refused)")
     qa = parser.add_argument_group("question answering")
     qa.add_argument("--question", metavar="TEXT", help="the question (a QA model)")
     qa.add_argument("--context", metavar="TEXT", help="the text that holds the answer (a QA model)")
@@ -58,7 +61,8 @@ output: one row per text with the predicted label, its probability (score) and t
     qa.add_argument("--doc-stride", type=int, default=None, metavar="N",
                     help="overlap in tokens of the windows a long context is cut into (default: min(128, "
                          "a third of --max-length))")
-    qa.add_argument("--top-k", type=int, default=1, metavar="K", help="print the K best answers (default 1)")
+    qa.add_argument("--top-k", type=int, default=1, metavar="K",
+                    help="print the K best answers with their scores, start + end logit (default 1)")
 
 
 def _records(examples, label_names, probs, true_labels):
@@ -91,9 +95,10 @@ def _write_jsonl(records) -> str:
     return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
 
 
-def checked_max_length(args, model, default: int, minimum: int) -> int:
-    """--max-length, or `default` cut to the model's positions; between `minimum` and the model's limit."""
-    limit = model.config.max_tokens
+def checked_max_length(args, config, default: int, minimum: int) -> int:
+    """--max-length, or `default` cut to the model's positions; between `minimum` and the limit of the model's
+    config (a BertConfig: checked before the weights load)."""
+    limit = config.max_tokens
     max_length = args.max_length if args.max_length is not None else min(default, limit)
     if not minimum <= max_length <= limit:
         raise ValueError(f"--max-length {max_length} must be between {minimum} and the model's "
@@ -101,28 +106,36 @@ def checked_max_length(args, model, default: int, minimum: int) -> int:
     return max_length
 
 
+HEADS = {"sequence": "text classifier", "tokens": "word tagger", "qa": "question answering model"}
+
+
 def _task_type(args) -> str:
-    """--task-type, or what config.json's architectures say the model is."""
-    if args.task_type != "auto":
-        return args.task_type
+    """What config.json's architectures say the model is; --task-type may say it for a checkpoint that does not
+    tell (a head's weights fit another head of the same shape, so a mismatch would predict nonsense silently)."""
     from minibert.config import BertConfig
     from minibert.finetune.model_source import resolve_checkpoint
 
     architectures = BertConfig.from_json_file(resolve_checkpoint(args.model)).extra.get("architectures") or []
-    if "BertForTokenClassification" in architectures:
-        return "tokens"
-    if "BertForQuestionAnswering" in architectures:
-        return "qa"
-    return "sequence"
+    suffixes = {"ForSequenceClassification": "sequence", "ForTokenClassification": "tokens",
+                "ForQuestionAnswering": "qa"}
+    found = [(a, task) for a in architectures for suffix, task in suffixes.items() if a.endswith(suffix)]
+    architecture, head = found[0] if found else (None, None)
+    if args.task_type == "auto":
+        return head or "sequence"
+    if head is not None and head != args.task_type:
+        raise ValueError(f"--task-type {args.task_type}: {args.model} is a {HEADS[head]} ({architecture} in "
+                         f"its config.json), not a {HEADS[args.task_type]}; leave out --task-type")
+    return args.task_type
 
 
 def run(args) -> int:
+    from minibert.config import BertConfig
     from minibert.finetune.data import Examples, check_labels_known, file_format, label_ids, load_examples
     from minibert.finetune.loading import load_classifier, load_tokenizer
     from minibert.finetune.metrics import classification_metrics, format_report
     from minibert.finetune.model_source import resolve_model
     from minibert.finetune.train import encode_examples, predict_logits, softmax
-    from minibert.io.atomic import atomic_write_text
+    from minibert.io.atomic import atomic_write_text, check_output_file
 
     if args.workers is not None and args.workers < 1:
         raise ValueError(f"--workers must be at least 1, got {args.workers}")
@@ -132,7 +145,9 @@ def run(args) -> int:
         return run_answer(args)
     if args.question or args.context or args.context_file:
         raise ValueError(f"--question/--context are for question answering models; {args.model} is a "
-                         f"{'word tagger' if task_type == 'tokens' else 'text classifier'}")
+                         f"{HEADS[task_type]}")
+    if args.output:  # a folder, an unwritable place or the input file fail now, not after the work
+        check_output_file(args.output, "--output", {"--input": args.input})
     if task_type == "tokens":
         if bool(args.texts) == bool(args.input):
             raise ValueError("give texts as arguments or --input FILE (one of the two)")
@@ -160,11 +175,11 @@ def run(args) -> int:
             raise ValueError("--label-column and --text-pair-column need --input FILE")
         examples = Examples(list(args.texts), source="arguments")
     checkpoint, tokenizer_dir = resolve_model(args.model)
+    max_length = checked_max_length(args, BertConfig.from_json_file(checkpoint), default=128, minimum=1)
     model = load_classifier(checkpoint, log=lambda m: print(m, file=sys.stderr))
     label_names = [model.id2label[i] for i in range(model.num_labels)]
     if examples.labels is not None:
         check_labels_known(examples, model.label2id, f"the model's labels ({checkpoint / 'config.json'})")
-    max_length = checked_max_length(args, model, default=128, minimum=1)
     tokenizer = load_tokenizer(tokenizer_dir)
 
     # ---- predict

@@ -1,43 +1,49 @@
 """minibert predict on a question answering model: the answer to --question in --context (or --context-file),
-as the text span with its score (start + end logit), and with --json its character offsets and the "no answer"
+as the text span widened to whole words (as Hugging Face's pipeline does by default, align_to_words) with its
+score (start + end logit, not a probability), and with --json its character offsets and the "no answer"
 ([CLS]) score, which a SQuAD 2.0 model raises above every span when the context holds no answer."""
 
 from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 
 
 def run_answer(args) -> int:
     from minibert.commands.predict import checked_max_length
+    from minibert.config import BertConfig
     from minibert.finetune.loading import load_classifier, load_tokenizer
     from minibert.finetune.model_source import resolve_model
     from minibert.finetune.qa_features import windows_of
     from minibert.finetune.qa_predict import answer_questions
     from minibert.finetune.squad_data import QAExample
+    from minibert.io.atomic import read_text_file
     from minibert.models.question_answering import BertForQuestionAnswering
 
     if args.texts or args.input:
         raise ValueError("a question answering model takes --question and --context (or --context-file), not texts")
+    if args.output:
+        raise ValueError("--output: a question answering model prints its answers (add --json for JSON)")
     if not args.question or not args.question.strip():
         raise ValueError("give the question with --question TEXT")
     if (args.context is None) == (args.context_file is None):
         raise ValueError("give the context with --context TEXT or --context-file FILE (one of the two)")
-    context = args.context if args.context is not None else Path(args.context_file).read_text(encoding="utf-8")
+    context = args.context if args.context is not None else read_text_file(args.context_file, "--context-file")
     for name, value in (("--max-answer-length", args.max_answer_length), ("--top-k", args.top_k)):
         if value < 1:
             raise ValueError(f"{name} must be at least 1, got {value}")
+    if args.doc_stride is not None and args.doc_stride < 0:
+        raise ValueError(f"--doc-stride must be >= 0, got {args.doc_stride}")
     checkpoint, tokenizer_dir = resolve_model(args.model)
-    model = load_classifier(checkpoint, log=lambda m: print(m, file=sys.stderr), cls=BertForQuestionAnswering)
-    max_length = checked_max_length(args, model, default=384, minimum=4)
+    max_length = checked_max_length(args, BertConfig.from_json_file(checkpoint), default=384, minimum=4)
     tokenizer = load_tokenizer(tokenizer_dir)
     example = QAExample("question", args.question, context)
     stride = args.doc_stride if args.doc_stride is not None else min(128, max_length // 3)
     windows = windows_of(tokenizer, args.question, context, max_length, stride,
-                         where="--question")
+                         where="--question")  # a question too long for the window fails before the weights load
+    model = load_classifier(checkpoint, log=lambda m: print(m, file=sys.stderr), cls=BertForQuestionAnswering)
     results, _ = answer_questions(model, [example], windows, tokenizer.pad_token_id, args.max_answer_length,
-                                  k=args.top_k, workers=args.workers)
+                                  k=args.top_k, workers=args.workers, align_to_words=True)
     answers, null_score = results[0]["answers"], results[0]["null_score"]
     # A model fine-tuned on SQuAD 2.0 says "no answer" by scoring [CLS] above every span.
     no_answer = not answers or null_score > answers[0]["score"]

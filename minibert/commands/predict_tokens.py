@@ -9,13 +9,14 @@ import sys
 
 def run_tag(args, checkpoint, tokenizer_dir, texts: list[str]) -> int:
     from minibert.commands.predict import checked_max_length
+    from minibert.config import BertConfig
     from minibert.finetune.loading import load_classifier, load_tokenizer
     from minibert.finetune.tag_text import tag_texts
     from minibert.io.atomic import atomic_write_text
     from minibert.models.token_classification import BertForTokenClassification
 
+    max_length = checked_max_length(args, BertConfig.from_json_file(checkpoint), default=512, minimum=3)
     model = load_classifier(checkpoint, log=lambda m: print(m, file=sys.stderr), cls=BertForTokenClassification)
-    max_length = checked_max_length(args, model, default=512, minimum=3)
     tokenizer = load_tokenizer(tokenizer_dir)
     records = tag_texts(model, tokenizer, texts, max_length, args.batch_size,
                         progress=not args.no_progress and len(texts) > args.batch_size, workers=args.workers)

@@ -14,8 +14,10 @@ def add_arguments(parser):
 
 
 def run(args) -> int:
+    from minibert.commands.embed import check_max_length
     from minibert.embeddings import SentenceEncoder
 
+    check_max_length(args)
     encoder = SentenceEncoder.from_pretrained(args.model, max_length=args.max_length)
     print(f"{encoder.similarity(args.text_a, args.text_b):.4f}")
     return 0

@@ -3,6 +3,9 @@
 A crash (or Ctrl-C) half-way through writing leaves the old file untouched instead of a truncated one,
 because `os.replace` within one folder is atomic on POSIX and Windows. The temporary file lives in the
 *same* folder so the rename never crosses a file system.
+
+`check_output_file` is what a command runs on its output options before its work (a model load, a forward
+pass), and `read_text_file` reads a UTF-8 input option: both fail with one line naming the option and the path.
 """
 
 from __future__ import annotations
@@ -22,6 +25,8 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
             save_file(tensors, tmp)
     """
     path = Path(path)
+    if path.is_dir():  # os.replace would fail only after the writer's work, with the temp file's name
+        raise IsADirectoryError(f"{path}: is a folder; expected a file name")
     path.parent.mkdir(parents=True, exist_ok=True)
     # A fresh name that nobody else uses; not created here, so the writer makes it with normal permissions.
     tmp = path.parent / f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
@@ -46,3 +51,33 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
 def atomic_write_text(path: str | os.PathLike, text: str, encoding: str = "utf-8") -> None:
     """Write `text` to `path` atomically (UTF-8, newlines written as given)."""
     atomic_write_bytes(path, text.encode(encoding))
+
+
+def check_output_file(path: str | os.PathLike, option: str, inputs: dict | None = None) -> None:
+    """Refuse an output path that cannot be written, or that is one of the command's inputs ({option: path}),
+    before any work is done: a ValueError naming `option`."""
+    path = Path(path)
+    if path.is_dir():
+        raise ValueError(f"{option} {path}: is a folder; expected a file name")
+    folder = path.parent  # atomic_path creates the missing folders: the nearest existing one must be writable
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    if not folder.is_dir():
+        raise ValueError(f"{option} {path}: {folder} is a file, not a folder")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise ValueError(f"{option} {path}: no permission to write in {folder}")
+    for input_option, input_path in (inputs or {}).items():
+        if input_path and path.exists() and Path(input_path).exists() and os.path.samefile(path, input_path):
+            raise ValueError(f"{option} {path}: is the {input_option} file; writing it would overwrite the input")
+
+
+def read_text_file(path: str | os.PathLike, option: str) -> str:
+    """The UTF-8 text of the file an option names; a one-line error naming the option otherwise."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"{option} {path}: " + ("is a folder; expected a file" if path.is_dir()
+                                                       else "no such input file"))
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{option} {path}: not UTF-8 text ({e.reason} at byte {e.start})") from None

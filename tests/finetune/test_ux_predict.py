@@ -1,0 +1,81 @@
+"""`minibert predict`: answers widened to whole words, a --task-type that contradicts the checkpoint's head, and the
+QA options' one-line errors."""
+
+import json
+import re
+
+import pytest
+
+from minibert.cli import main
+from minibert.models.classification import BertForSequenceClassification
+from minibert.models.question_answering import BertForQuestionAnswering
+from minibert.models.token_classification import BertForTokenClassification
+from tiny_checkpoint import make_tiny_checkpoint
+
+# Every word of the context is split into pieces, so most token spans start or end inside a word.
+VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "?", ".", "where", "an", "##na", "wa", "##s", "bor", "##n",
+         "i", "os", "##l", "##o"]
+CONTEXT = "Anna was born in Oslo."
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory):
+    root = tmp_path_factory.mktemp("heads")
+    return {name: make_tiny_checkpoint(root / name, VOCAB, cls=cls, seed=seed)
+            for seed, (name, cls) in enumerate([("qa", BertForQuestionAnswering),
+                                                 ("sequence", BertForSequenceClassification),
+                                                 ("tokens", BertForTokenClassification)])}
+
+
+def one_line_error(capsys, argv):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("minibert predict: error: "), err
+    return err
+
+
+def test_word_span_widens_to_whole_words():
+    from minibert.finetune.qa_predict import word_span
+    assert word_span(CONTEXT, 2, 8) == (0, 8)  # "na was" -> "Anna was"
+    assert word_span(CONTEXT, 9, 12) == (9, 13)  # "bor" -> "born"
+    assert word_span(CONTEXT, 17, 20) == (17, 21)  # "Osl" -> "Oslo", not the full stop
+    assert word_span(CONTEXT, 17, 22) == (17, 22)  # already whole: unchanged
+    assert word_span("北京大学", 1, 2) == (1, 2)  # CJK characters are words of their own
+
+
+def test_answers_are_whole_words_of_the_context(models, capsys):
+    assert main(["predict", "--model", str(models["qa"]), "--question", "where ?", "--context", CONTEXT,
+                 "--top-k", "5", "--json"]) == 0
+    answers = json.loads(capsys.readouterr().out)["answers"]
+    assert len(answers) == 5  # widened spans that coincide count once, and the next best fills the place
+    assert len({(a["start"], a["end"]) for a in answers}) == 5
+    words = [(m.start(), m.end()) for m in re.finditer(r"\w+|[^\w\s]", CONTEXT)]  # a full stop is a word too
+    for a in answers:
+        assert a["text"] == CONTEXT[a["start"]:a["end"]]
+        assert any(s == a["start"] for s, _ in words) and any(e == a["end"] for _, e in words), a
+
+
+@pytest.mark.parametrize("model, forced, message", [
+    ("sequence", "tokens", "--task-type tokens: {dir} is a text classifier (BertForSequenceClassification in its "
+                           "config.json), not a word tagger"),
+    ("tokens", "sequence", "--task-type sequence: {dir} is a word tagger (BertForTokenClassification in its "
+                           "config.json), not a text classifier"),
+    ("qa", "tokens", "--task-type tokens: {dir} is a question answering model"),
+])
+def test_a_task_type_against_the_checkpoints_head_is_refused(models, capsys, model, forced, message):
+    err = one_line_error(capsys, ["predict", "--model", str(models[model]), "--task-type", forced, "a text"])
+    assert message.format(dir=models[model]) in err
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--context-file", "{tmp}/missing.txt"], "--context-file {tmp}/missing.txt: no such input file"),
+    (["--context-file", "{tmp}"], "--context-file {tmp}: is a folder; expected a file"),
+    (["--context-file", "{tmp}/binary.txt"], "--context-file {tmp}/binary.txt: not UTF-8 text"),
+    (["--context", CONTEXT, "--doc-stride", "-1"], "--doc-stride must be >= 0, got -1"),
+    (["--context", CONTEXT, "--output", "{tmp}/answers.jsonl"], "--output: a question answering model prints"),
+])
+def test_question_answering_options_are_one_line(models, tmp_path, capsys, extra, message):
+    (tmp_path / "binary.txt").write_bytes(b"\xff\xfe\x00Oslo")
+    argv = ["predict", "--model", str(models["qa"]), "--question", "where ?"] + extra
+    err = one_line_error(capsys, [a.replace("{tmp}", str(tmp_path)) for a in argv])
+    assert message.replace("{tmp}", str(tmp_path)) in err
