@@ -166,9 +166,9 @@ def _out_path(args) -> Path:
 
 def _out_dir(args) -> Path:
     """The output folder, checked: a folder (or nothing yet) without a model unless --overwrite."""
+    from minibert.training.run_dir import check_folder_path
     out = _out_path(args)
-    if out.exists() and not out.is_dir():
-        raise FileExistsError(f"--out {out}: exists and is not a folder")
+    check_folder_path(out, "--out")
     if (out / "model.safetensors").exists() and not args.overwrite:
         raise FileExistsError(f"--out {out}: already holds a model; choose another --out or add --overwrite")
     return out
@@ -180,7 +180,7 @@ def _baseline_only(args, train, eval_, test, label_names, source, out, started, 
     from minibert.io.atomic import atomic_write_text
 
     label2id = {name: i for i, name in enumerate(label_names)}
-    result = tfidf_baseline(train, eval_, label2id, test, seed=args.seed)
+    result = tfidf_baseline(train, eval_, label2id, test, seed=args.seed, log=log)
     split = "test" if test is not None else "eval"
     log(f"TF-IDF + logistic regression (C={result['C']} chosen on eval), {split} split:")
     log(format_report(result[split]))
@@ -195,6 +195,8 @@ def _baseline_only(args, train, eval_, test, label_names, source, out, started, 
 
 def run(args) -> int:
     from minibert.commands.finetune_setup import check_run, finetune_on_ranks
+    if args.seed < 0:  # (NumPy's own message names no option)
+        raise ValueError(f"--seed must be a non-negative integer, got {args.seed}")
     if args.task_type == "tokens":
         from minibert.commands.finetune_tokens import _prepare_tagged, run_tokens
         return finetune_on_ranks(args, run_tokens, lambda a: check_run(a, _prepare_tagged, "tokens"))
@@ -206,11 +208,12 @@ def run(args) -> int:
 
 def _run_sequence(args, comm) -> int:
     from minibert.finetune.data import label_ids
-    from minibert.finetune.loading import load_for_finetuning, save_classifier
+    from minibert.finetune.loading import load_for_finetuning
     from minibert.finetune.metrics import format_report
     from minibert.finetune.plots import save_confusion_matrix
     from minibert.finetune.train import encode_examples, evaluate, evaluation, train_classifier
-    from minibert.commands.finetune_setup import apply_dropout, load_checked_tokenizer, make_log, setup_training
+    from minibert.commands.finetune_setup import (apply_dropout, best_model_saver, load_checked_tokenizer, make_log,
+                                                  setup_training)
 
     started = time.perf_counter()
 
@@ -254,11 +257,9 @@ def _run_sequence(args, comm) -> int:
             f"(see docs/finetuning.md)")
 
     # ---- train; the best epoch is saved as it happens, so an interrupted run still leaves a model
-    def save_best(model, epoch, metrics):
-        save_classifier(model, tokenizer, out)
-
     result = train_classifier(model, encoded["train"], y["train"], encoded["eval"], y["eval"], label_names,
-                              settings, pad_id, on_best=save_best, log=log, comm=comm)
+                              settings, pad_id, on_best=best_model_saver(args, out, tokenizer, comm), log=log,
+                              comm=comm)
     if not comm.is_root:  # (--procs: rank 0 tests, reports and writes)
         return 0
     summary = {
@@ -281,7 +282,7 @@ def _run_sequence(args, comm) -> int:
     if args.baseline:
         from minibert.finetune.baseline import tfidf_baseline
         log("\ntraining the TF-IDF + logistic regression baseline on the same split ...")
-        summary["baseline"] = tfidf_baseline(train, eval_, label2id, test, seed=args.seed)
+        summary["baseline"] = tfidf_baseline(train, eval_, label2id, test, seed=args.seed, log=log)
         base = summary["baseline"][report_split]
         log(f"{report_split} accuracy: BERT {final['accuracy']:.4f}  vs  TF-IDF + LR {base['accuracy']:.4f} "
             f"(macro-F1 {final['macro_f1']:.4f} vs {base['macro_f1']:.4f})")

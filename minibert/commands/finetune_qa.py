@@ -44,9 +44,9 @@ def _prepare_squad(args, log):
 
 
 def run_qa(args, comm) -> int:
-    from minibert.commands.finetune_setup import (apply_dropout, load_checked_tokenizer, make_log, run_summary,
-                                                  setup_training, write_summary)
-    from minibert.finetune.loading import load_for_finetuning, save_classifier
+    from minibert.commands.finetune_setup import (apply_dropout, best_model_saver, load_checked_tokenizer, make_log,
+                                                  run_summary, setup_training, write_summary)
+    from minibert.finetune.loading import load_for_finetuning
     from minibert.finetune.qa_features import build_windows
     from minibert.finetune.qa_predict import answer_questions
     from minibert.finetune.squad_metrics import squad_scores
@@ -88,7 +88,7 @@ def run_qa(args, comm) -> int:
     encoded = [(w.input_ids, w.token_type_ids) for w in windows["train"]]
     result = fit(model, encoded, lambda chosen, T: {"start_positions": starts[chosen], "end_positions": ends[chosen]},
                  lambda: evaluate("eval"), settings, pad_id, headline=("exact_match", "f1"),
-                 on_best=lambda m, epoch, metrics: save_classifier(m, tokenizer, out), log=log, comm=comm)
+                 on_best=best_model_saver(args, out, tokenizer, comm), log=log, comm=comm)
     if not comm.is_root:  # (--procs: rank 0 tests, reports and writes)
         return 0
     summary = run_summary(args, "qa", checkpoint, out, settings, result,

@@ -45,6 +45,25 @@ def setup_training(args, task_type):
     return checkpoint, tokenizer_dir, config, settings, _out_dir(args)
 
 
+REPORTS = ("metrics.json", "confusion_matrix.png", "baseline_metrics.json")  # what runs write beside the model
+
+
+def best_model_saver(args, out, tokenizer, comm):
+    """fit's `on_best` (rank 0 saves the best epoch's model in --out, and remembers the epoch for the message of an
+    interrupted run). With --overwrite, the previous run's reports are removed first: this run may not write its
+    own (interrupted, no matplotlib, no --baseline-only), and --out must not pair its model with older numbers."""
+    from minibert.finetune.loading import save_classifier
+
+    if args.overwrite and comm.is_root:
+        for name in REPORTS:
+            (out / name).unlink(missing_ok=True)
+
+    def on_best(model, epoch, metrics):
+        save_classifier(model, tokenizer, out)
+        args.best_saved = (epoch, out)
+    return on_best
+
+
 def load_checked_tokenizer(tokenizer_dir, config, checkpoint):
     from minibert.finetune.loading import load_tokenizer
 
@@ -110,6 +129,12 @@ def finetune_on_ranks(args, task, check) -> int:
             if comm.is_root:
                 print(f"minibert finetune: error: {e}", file=sys.stderr)
             return 2
+        except KeyboardInterrupt:  # (Ctrl-C, SIGTERM) metrics.json is written only at the end
+            saved = getattr(args, "best_saved", None)
+            if comm.is_root and saved:
+                print(f"minibert finetune: the best model so far (epoch {saved[0]}) is saved in {saved[1]}/; no "
+                      f"metrics.json, as the run did not finish", file=sys.stderr)
+            raise
     return run_on_ranks("minibert finetune", body)
 
 

@@ -44,9 +44,9 @@ def _prepare_tagged(args, log):
 
 
 def run_tokens(args, comm) -> int:
-    from minibert.commands.finetune_setup import (apply_dropout, load_checked_tokenizer, make_log, run_summary,
-                                                  setup_training, write_summary)
-    from minibert.finetune.loading import load_for_finetuning, save_classifier
+    from minibert.commands.finetune_setup import (apply_dropout, best_model_saver, load_checked_tokenizer, make_log,
+                                                  run_summary, setup_training, write_summary)
+    from minibert.finetune.loading import load_for_finetuning
     from minibert.finetune.ner_metrics import format_entity_report
     from minibert.finetune.tagging import encode_tagged, evaluate_tagger, padded_labels
     from minibert.layers.loss import IGNORE_INDEX
@@ -83,7 +83,7 @@ def run_tokens(args, comm) -> int:
     labelled = np.array([int((y != IGNORE_INDEX).sum()) for y in train_labels])  # (N,) the loss's terms
     result = fit(model, encoded["train"].encoded, lambda chosen, T: {"labels": padded_labels(train_labels, chosen, T)},
                  lambda: evaluate("eval"), settings, pad_id, headline=("f1", "token_accuracy"),
-                 on_best=lambda m, epoch, metrics: save_classifier(m, tokenizer, out), log=log, comm=comm,
+                 on_best=best_model_saver(args, out, tokenizer, comm), log=log, comm=comm,
                  loss_terms=lambda chosen: int(labelled[chosen].sum()))  # (the loss: a mean over labelled tokens)
     if not comm.is_root:  # (--procs: rank 0 tests, reports and writes)
         return 0

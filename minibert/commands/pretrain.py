@@ -159,12 +159,14 @@ def start_or_resume(args, given: dict, settings_class, train, report) -> int:
 
 
 def _settings(args, given: dict, settings_class):
-    """(settings, checkpoint to resume from or None, run folder or None), validated."""
+    """(settings, checkpoint to resume from or None, run folder or None), checked as far as can be before the
+    data is prepared."""
+    from minibert.training.pretrain import check_before_data
     if args.resume:
         settings, checkpoint, run_dir = _resume_settings(Path(args.resume), given, settings_class)
     else:
         settings, checkpoint, run_dir = settings_class(**given), None, None
-    settings.validate()
+    check_before_data(settings, checkpoint)
     return settings, checkpoint, run_dir
 
 
@@ -174,9 +176,16 @@ def _resume_settings(run_dir: Path, given: dict, settings_class=PretrainSettings
     settings_file = run_dir / "settings.json"
     if not settings_file.exists():
         raise FileNotFoundError(f"--resume {run_dir}: not a run folder (no settings.json)")
+    command = getattr(settings_class, "COMMAND", "pretrain")
+    written_by = "distill" if "teacher" in _read_settings(settings_file) else "pretrain"  # (a distillation's has one)
+    if written_by != command:
+        raise ValueError(f"--resume {run_dir}: a minibert {written_by} run, not a {command} run; continue it with "
+                         f"minibert {written_by} --resume {run_dir}")
     checkpoint = latest_checkpoint(run_dir)
-    if checkpoint is None:
-        raise FileNotFoundError(f"--resume {run_dir}: the run has no checkpoint yet; start it again instead")
+    if checkpoint is None:  # (starting again with the same --name replaces it: training/run_dir.create_run_dir)
+        raise FileNotFoundError(f"--resume {run_dir}: the run stopped before its first checkpoint, so there is "
+                                f"nothing to resume; start it again with --runs-dir {run_dir.parent} --name "
+                                f"{run_dir.name}, which replaces it")
     state = read_training_state(checkpoint)  # the settings only: the optimizer's arrays are read by the training
     saved = settings_class.from_dict(state["settings"], source=str(checkpoint))
     requested = settings_class.from_dict({**saved.to_dict(), **given})
@@ -188,6 +197,17 @@ def _resume_settings(run_dir: Path, given: dict, settings_class=PretrainSettings
                          f"drop them, or start a new run")
     requested.resume = str(run_dir)
     return requested, checkpoint, run_dir
+
+
+def _read_settings(path: Path) -> dict:
+    import json
+    try:
+        saved = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ValueError(f"{path}: unreadable ({e}); expected the settings.json a run writes") from None
+    if not isinstance(saved, dict):
+        raise ValueError(f"{path}: expected a JSON object (the settings.json a run writes)")
+    return saved
 
 
 def _print_summary(summary: dict, show_examples: bool = True, objective: str = "mlm") -> None:

@@ -18,12 +18,35 @@ from minibert.finetune.model_source import resolve_model
 
 def teacher_source(settings: DistillSettings) -> tuple[Path, Path]:
     """(teacher checkpoint folder, its tokenizer folder); fails before any data work when there is none."""
-    return resolve_model(settings.teacher)
+    return resolve_model(settings.teacher, option="--teacher")
+
+
+def check_teacher(settings: DistillSettings, resume_checkpoint: Path | None = None) -> None:
+    """The teacher, --seq-len against its max_position_embeddings (the student's), and for a new run the
+    settings it decides (resolve_settings), its tokenizer and the run's name: before any data work, in the
+    command's process (DistillSettings.check_model)."""
+    from minibert.config import BertConfig
+    from minibert.training.pretrain import sequence_length
+    checkpoint, tokenizer_dir = teacher_source(settings)
+    teacher_config = BertConfig.from_json_file(checkpoint / "config.json")
+    sequence_length(settings, teacher_config, whose="the teacher's")
+    if resume_checkpoint:
+        return
+    resolve_settings(settings, checkpoint, teacher_config.num_hidden_layers)
+    settings.tokenizer = str(tokenizer_dir)  # the student reads text exactly as its teacher does
+    if settings.name is None:
+        teacher = Path(settings.teacher).name or "teacher"
+        corpus = "+".join(Path(c).stem for c in settings.corpus)
+        settings.name = f"distil-{teacher}-L{settings.student_layers}-{corpus}-{time.strftime('%Y%m%d-%H%M%S')}"
 
 
 def resolve_settings(settings: DistillSettings, teacher_checkpoint: Path, teacher_layers: int) -> None:
     """Fill in what was left to defaults (mode, layers, loss weights), so settings.json says what ran."""
     mlm = has_mlm_head(teacher_checkpoint)
+    asked = [name for name in ("alpha_ce", "alpha_mlm") if getattr(settings, name)]
+    if settings.mode == "hidden" and mlm and asked:  # (a teacher without the head: distiller.check_weights says so)
+        raise ValueError(f"--{asked[0].replace('_', '-')} weighs a loss on the teacher's MLM predictions, which "
+                         f"--mode hidden does not use; drop it or use --mode mlm")
     if settings.mode is None:
         settings.mode = "mlm" if mlm else "hidden"
     if settings.mode == "mlm" and not mlm:
@@ -66,17 +89,7 @@ def build_distiller(settings: DistillSettings, resume_checkpoint: Path | None):
 def distill(settings: DistillSettings, resume_checkpoint: Path | None = None, run_dir: Path | None = None,
             log=print, comm=None) -> dict:
     """Run (or resume) a distillation; returns the summary (also RUN_DIR/summary.json). The pre-training loop
-    trains the model DistillSettings.build_model builds, on one process or several."""
-    from minibert.config import BertConfig
+    trains the model DistillSettings.build_model builds, on one process or several, after checking the teacher
+    (check_teacher, through DistillSettings.check_model)."""
     from minibert.training.pretrain import pretrain
-    settings.validate()
-    checkpoint, tokenizer_dir = teacher_source(settings)
-    teacher_config = BertConfig.from_json_file(checkpoint / "config.json")
-    if not resume_checkpoint:
-        resolve_settings(settings, checkpoint, teacher_config.num_hidden_layers)
-        settings.tokenizer = str(tokenizer_dir)  # the student reads text exactly as its teacher does
-        if settings.name is None:
-            teacher = Path(settings.teacher).name or "teacher"
-            corpus = "+".join(Path(c).stem for c in settings.corpus)
-            settings.name = f"distil-{teacher}-L{settings.student_layers}-{corpus}-{time.strftime('%Y%m%d-%H%M%S')}"
     return pretrain(settings, resume_checkpoint=resume_checkpoint, run_dir=run_dir, log=log, comm=comm)

@@ -24,6 +24,7 @@ class DistillSettings(PretrainSettings):
     alpha_cos: float | None = None
     alpha_mse: float | None = None
     alpha_pool: float | None = None
+    config: str | None = None            # no --config: the student's size comes from its teacher
     # pre-training defaults that differ: the student starts from trained weights, so a small learning rate;
     # BERT's 15% masking (DistilBERT's)
     lr: float = 1e-4
@@ -44,6 +45,14 @@ class DistillSettings(PretrainSettings):
             value = getattr(self, name)
             if value is not None and not value >= 0:
                 raise ValueError(f"--{name.replace('_', '-')} must be >= 0, got {value!r}")
+
+    def check_config(self) -> None:
+        """No --config: the student's size comes from the teacher (check_model)."""
+
+    def check_model(self, resume_checkpoint=None) -> None:
+        """The teacher, and what it decides (training.pretrain.check_before_data calls this before any data work)."""
+        from minibert.distill.run import check_teacher
+        check_teacher(self, resume_checkpoint)
 
     def build_model(self, checkpoint=None):
         """The model the pre-training loop trains for this run (training/objectives.build_model calls it): a

@@ -32,18 +32,22 @@ def _documents(examples: Examples) -> list[str]:
 
 
 def tfidf_baseline(train: Examples, eval_: Examples, label2id: dict[str, int], test: Examples | None = None,
-                   seed: int = 0) -> dict:
-    """Fit on train, choose C on eval; metrics on eval (and test), like BERT's."""
+                   seed: int = 0, log=None) -> dict:
+    """Fit on train, choose C on eval; metrics on eval (and test), like BERT's. `log`: told each step as it starts
+    (a fit on a large data set takes minutes)."""
+    log = log or (lambda message: None)
     TfidfVectorizer, LogisticRegression = _import_sklearn()
     names = list(label2id)
     start = time.perf_counter()
     # Word unigrams and bigrams, sublinear term frequency: the usual strong setting for topic and sentiment.
+    log(f"TF-IDF baseline: word and bigram features of {len(train):,} training texts ...")
     vectorizer = TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True, min_df=1, strip_accents="unicode")
     x_train = vectorizer.fit_transform(_documents(train))
     x_eval = vectorizer.transform(_documents(eval_))
     y_train, y_eval = label_ids(train, label2id), label_ids(eval_, label2id)
     best = None
-    for c in C_GRID:
+    for i, c in enumerate(C_GRID, start=1):
+        log(f"TF-IDF baseline: logistic regression with C={c:g} ({i} of {len(C_GRID)}) ...")
         clf = LogisticRegression(C=c, max_iter=3000, random_state=seed)
         clf.fit(x_train, y_train)
         accuracy = float((clf.predict(x_eval) == y_eval).mean())

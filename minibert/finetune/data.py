@@ -44,13 +44,22 @@ def file_format(path: Path) -> str:
     return fmt
 
 
+def read_text(path: Path) -> str:
+    """A UTF-8 text file's content (a byte-order mark dropped, as Excel writes one); one line naming the file when
+    it is not text."""
+    try:
+        return path.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{path}: not UTF-8 text (byte {e.start} cannot be decoded); expected a text file") from None
+
+
 def read_rows(path) -> list[dict]:
     """The rows of a CSV/TSV (first line = header) or JSONL (one JSON object per line) file, as dicts."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such file")
     fmt = file_format(path)
-    text = path.read_text(encoding="utf-8-sig")  # -sig: drop the byte-order mark Excel writes
+    text = read_text(path)
     if not text.strip():
         raise ValueError(f"{path}: the file is empty")
     if fmt == "jsonl":
@@ -89,6 +98,9 @@ def _cell(row: dict, column: str, path, n: int, what: str, allow_empty: bool) ->
         raise ValueError(f"{path}: example {n} has no {what} (column {column!r})")
     if isinstance(value, float) and value.is_integer():
         value = int(value)  # JSON 1.0 -> "1", the same class as 1
+    elif what == "label" and isinstance(value, float):  # (0.5 as a class name is a mistake: a score, not a class)
+        raise ValueError(f"{path}: example {n}: label {json.dumps(value)} (column {column!r}); expected a string or "
+                         f"an integer")
     if isinstance(value, (dict, list)):
         raise ValueError(f"{path}: example {n}: column {column!r} holds a {type(value).__name__}, expected text")
     value = str(value)
@@ -173,8 +185,10 @@ def limit_examples(examples: Examples, max_examples: int | None, seed: int) -> E
     keeps its share, and at least one example."""
     if max_examples is None or max_examples >= len(examples):
         return examples
-    if max_examples < 2:
-        raise ValueError(f"--max-train-examples must be at least 2, got {max_examples}")
+    classes = len(set(examples.labels))
+    if max_examples < classes:  # (every class keeps at least one example)
+        raise ValueError(f"--max-train-examples {max_examples} is fewer than the {classes} classes of "
+                         f"{examples.source}: every class keeps at least one example; give at least {classes}")
     _, chosen = stratified_split(examples.labels, max_examples / len(examples), seed)
     # Rounding per class misses the target by a few: drop (never a class's last example) or add at random.
     rng = np.random.default_rng([seed, 3])

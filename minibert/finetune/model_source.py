@@ -36,17 +36,18 @@ def _follow_latest(folder: Path) -> Path | None:
                      f"holds a {CONFIG}")
 
 
-def resolve_checkpoint(spec: str) -> Path:
-    """The folder with config.json that `spec` stands for; a one-line error when there is none."""
+def resolve_checkpoint(spec: str, option: str = "--model") -> Path:
+    """The folder with config.json that `spec` (given as `option`) stands for; a one-line error when there is
+    none."""
     if spec == "minilm":
         from minibert.data.builtin import minilm_dir
         return minilm_dir()
     folder = Path(spec)
     if not folder.exists():
-        raise FileNotFoundError(f"--model {spec}: no such folder (expected a checkpoint folder, a pre-training "
+        raise FileNotFoundError(f"{option} {spec}: no such folder (expected a checkpoint folder, a pre-training "
                                 f"run folder, or 'minilm')")
     if not folder.is_dir():
-        raise ValueError(f"--model {spec}: is a file; expected a folder with {CONFIG}")
+        raise ValueError(f"{option} {spec}: is a file; expected a folder with {CONFIG}")
     if (folder / CONFIG).is_file():
         return folder
     for where in (folder, folder / "checkpoints"):
@@ -58,7 +59,7 @@ def resolve_checkpoint(spec: str) -> Path:
         candidates = [d for d in checkpoints.iterdir() if d.is_dir() and (d / CONFIG).is_file()]
         if candidates:
             return max(candidates, key=_step_number)
-    raise ValueError(f"--model {spec}: no {CONFIG} in it, no 'latest' file and no checkpoints/ sub-folder with "
+    raise ValueError(f"{option} {spec}: no {CONFIG} in it, no 'latest' file and no checkpoints/ sub-folder with "
                      f"one; expected a checkpoint folder or a pre-training run folder")
 
 
@@ -77,8 +78,8 @@ def find_tokenizer_dir(checkpoint: Path, top: Path | None = None) -> Path:
                             f"the tokenizer must be saved with the model")
 
 
-def resolve_model(spec: str) -> tuple[Path, Path]:
-    """(checkpoint folder, tokenizer folder) for a --model argument."""
-    checkpoint = resolve_checkpoint(spec)
+def resolve_model(spec: str, option: str = "--model") -> tuple[Path, Path]:
+    """(checkpoint folder, tokenizer folder) for a --model argument (or another option naming a model)."""
+    checkpoint = resolve_checkpoint(spec, option)
     top = checkpoint if spec == "minilm" else Path(spec)
     return checkpoint, find_tokenizer_dir(checkpoint, top)

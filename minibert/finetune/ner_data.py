@@ -48,24 +48,25 @@ def iob1_to_iob2(tags: list[str]) -> list[str]:
 
 
 def read_conll(path) -> TaggedSentences:
+    from minibert.finetune.data import read_text
+
     path = Path(path)
     words, tags, sentence, sentence_tags = [], [], [], []
-    with open(path, encoding="utf-8-sig") as f:
-        for n, line in enumerate(f, start=1):
-            columns = line.split()
-            if not columns:
-                if sentence:
-                    words.append(sentence)
-                    tags.append(sentence_tags)
-                sentence, sentence_tags = [], []
-                continue
-            if columns[0] == "-DOCSTART-":
-                continue
-            if len(columns) < 2:
-                raise ValueError(f"{path}:{n}: expected a token and its tag separated by white space (the tag in "
-                                 f"the last column), got {line.strip()[:60]!r}")
-            sentence.append(columns[0])
-            sentence_tags.append(check_tag(columns[-1], f"{path}:{n}"))
+    for n, line in enumerate(read_text(path).split("\n"), start=1):  # (as reading the file line by line)
+        columns = line.split()
+        if not columns:
+            if sentence:
+                words.append(sentence)
+                tags.append(sentence_tags)
+            sentence, sentence_tags = [], []
+            continue
+        if columns[0] == "-DOCSTART-":
+            continue
+        if len(columns) < 2:
+            raise ValueError(f"{path}:{n}: expected a token and its tag separated by white space (the tag in "
+                             f"the last column), got {line.strip()[:60]!r}")
+        sentence.append(columns[0])
+        sentence_tags.append(check_tag(columns[-1], f"{path}:{n}"))
     if sentence:
         words.append(sentence)
         tags.append(sentence_tags)

@@ -38,10 +38,14 @@ def read_squad(path) -> tuple[list[QAExample], bool]:
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such file")
+    from minibert.finetune.data import read_text
     try:
-        data = json.loads(path.read_text(encoding="utf-8-sig"))
+        data = json.loads(read_text(path))
     except json.JSONDecodeError as e:
         raise ValueError(f"{path}: not valid JSON ({e.msg} at line {e.lineno}); expected a SQuAD file") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: the top level is a {type(data).__name__}; expected a SQuAD file: an object "
+                         f"whose 'data' is the list of articles")
     articles = _field(data, "data", list, f"{path}: the top level")
     examples, seen = [], set()
     for a, article in enumerate(articles):

@@ -49,7 +49,8 @@ from minibert.training.evaluate import build_eval_batches, evaluate, most_freque
 from minibert.training.memory import ProportionalPeak, peak_rss_mb
 from minibert.training.metrics import MetricsLog, Window
 from minibert.training.objectives import brings_own_model, build_model, output_bias_name, rtd_counts
-from minibert.training.run_dir import create_run_dir, default_run_name, latest_checkpoint
+from minibert.training.run_dir import (check_new_run_dir, create_run_dir, default_run_name, hold_run_dir,
+                                       latest_checkpoint)
 from minibert.training.settings import PretrainSettings
 from minibert.training.sharded import ShardedAdamW
 
@@ -67,28 +68,52 @@ class TrainingStopped(Exception):
     """The loss or gradient became NaN/inf: training stopped, the last good checkpoint is kept."""
 
 
-def model_config(settings: PretrainSettings, vocab_size: int) -> BertConfig:
+def model_config(settings: PretrainSettings, vocab_size: int | None) -> BertConfig:
+    """The --config model for a tokenizer of `vocab_size` tokens (None: not known yet, not checked)."""
     if settings.config.endswith(".json"):
         config = BertConfig.from_json_file(settings.config)
-        if config.vocab_size != vocab_size:
+        if vocab_size is not None and config.vocab_size != vocab_size:
             raise ValueError(f"{settings.config}: vocab_size is {config.vocab_size} but the tokenizer has "
                              f"{vocab_size} tokens")
     else:
-        config = BertConfig.preset(settings.config, vocab_size=vocab_size)
+        config = BertConfig.preset(settings.config, **({} if vocab_size is None else {"vocab_size": vocab_size}))
     if settings.dropout is not None:
         config.hidden_dropout_prob = config.attention_probs_dropout_prob = settings.dropout
     return config
 
 
-def sequence_length(settings: PretrainSettings, config: BertConfig) -> int:
+def sequence_length(settings: PretrainSettings, config: BertConfig, whose: str = "the model's") -> int:
     seq_len = settings.seq_len or min(128, config.max_tokens)
     if seq_len > config.max_tokens:
-        raise ValueError(f"--seq-len {seq_len} is longer than the {config.max_tokens} tokens the model's "
+        raise ValueError(f"--seq-len {seq_len} is longer than the {config.max_tokens} tokens {whose} "
                          f"max_position_embeddings ({config.max_position_embeddings}) allows")
     minimum = 5 if settings.objective in PAIR_OBJECTIVES else 3
     if seq_len < minimum:
         raise ValueError(f"--seq-len {seq_len} is too short for objective {settings.objective} (minimum {minimum})")
     return seq_len
+
+
+def check_before_data(settings: PretrainSettings, resume_checkpoint: Path | None = None) -> None:
+    """Every check that needs neither the corpus nor a trained tokenizer: the settings, the model (--config and
+    --seq-len, or a distillation's teacher), --tokenizer, --runs-dir and --name. The commands run it in their own
+    process before any rank starts (bad input: one line, said once), `pretrain` again before preparing the data
+    (which may take minutes)."""
+    settings.validate()
+    if hasattr(settings, "check_model"):  # minibert distill: the teacher decides the model (distill/run.py)
+        settings.check_model(resume_checkpoint)
+    if resume_checkpoint:  # (its settings were checked when it started; its folder is the run's)
+        return
+    tokenizer = None
+    if settings.tokenizer is not None:
+        from minibert.tokenizer import WordPieceTokenizer
+        try:
+            tokenizer = WordPieceTokenizer.from_pretrained(settings.tokenizer)
+        except (FileNotFoundError, ValueError) as e:
+            raise type(e)(f"--tokenizer {settings.tokenizer}: {e}") from None
+    if not brings_own_model(settings):
+        vocab_size = len(tokenizer.vocab) if tokenizer is not None else None
+        sequence_length(settings, model_config(settings, vocab_size))
+    check_new_run_dir(settings.runs_dir, settings.name)
 
 
 def recipe_parts(settings: PretrainSettings, model, data, seq_len: int, fresh: bool = True):
@@ -165,7 +190,7 @@ def pretrain(settings: PretrainSettings, resume_checkpoint: Path | None = None, 
 
 
 def _train(settings: PretrainSettings, resume_checkpoint: Path | None, run_dir: Path | None, log, comm) -> dict:
-    settings.validate()
+    check_before_data(settings, resume_checkpoint)
     comm = comm or LocalCommunicator()
     check_divisible(settings.batch_size, comm.size)
     t_start = time.perf_counter()
@@ -248,13 +273,15 @@ def _train(settings: PretrainSettings, resume_checkpoint: Path | None, run_dir: 
         start_step, train_seconds, tokens_seen = state["step"], state["train_seconds"], state["tokens_seen"]
         metrics = MetricsLog(run_dir / "metrics.jsonl")
         if comm.is_root:
+            hold_run_dir(run_dir)  # (two processes resuming one run would write over each other)
             metrics.truncate_after(start_step)
         log(f"resuming {run_dir} at step {start_step:,} of {plan.total_steps:,}")
     else:
         start_step, train_seconds, tokens_seen, plan, how_long = 0, 0.0, 0, None, ""
         if comm.is_root:  # rank 0 makes the run folder and the plan (from its timings); the others get both
             run_dir = create_run_dir(settings.runs_dir, settings.name or default_run_name(settings.config,
-                                                                                         data.corpus.name))
+                                                                                         data.corpus.name),
+                                     log=log)
             settings.name = run_dir.name
             _write_json(run_dir / "settings.json", settings.to_dict())
             metrics = MetricsLog(run_dir / "metrics.jsonl")

@@ -9,10 +9,13 @@
             step-000500/         a Hugging Face folder + training_state/ (see checkpointing.py)
             step-001000/
             latest               the name of the newest complete checkpoint folder ("step-001000")
+        .lock                    held by the process training the run (hold_run_dir), empty
 """
 
 from __future__ import annotations
 
+import atexit
+import shutil
 import time
 from pathlib import Path
 
@@ -20,6 +23,7 @@ from minibert.io.atomic import atomic_write_text
 
 CHECKPOINTS = "checkpoints"
 LATEST = "latest"
+RUN_FILES = ("settings.json", "metrics.jsonl", "summary.json", "training.png")  # what a run writes beside checkpoints/
 
 
 def default_run_name(config: str, corpus_name: str) -> str:
@@ -27,12 +31,68 @@ def default_run_name(config: str, corpus_name: str) -> str:
     return f"{config}-{corpus_name}-{time.strftime('%Y%m%d-%H%M%S')}"
 
 
-def create_run_dir(runs_dir: str | Path, name: str) -> Path:
-    """A new, empty run folder; refuses to reuse one that holds a run already (use --resume for that)."""
-    run = Path(runs_dir) / name
-    if (run / "settings.json").exists() or (run / CHECKPOINTS).exists():
+def check_folder_path(path: str | Path, option: str) -> None:
+    """A folder can be made at `path`: it is no file, and neither is a folder above it (else one line naming the
+    `option` that gave it, before the work whose results would go there)."""
+    path = Path(path)
+    existing = next((p for p in (path, *path.parents) if p.exists()), None)
+    if existing is not None and not existing.is_dir():
+        raise NotADirectoryError(f"{option} {path}: {existing} is a file; expected a folder")
+
+
+def check_new_run_dir(runs_dir: str | Path, name: str | None = None) -> None:
+    """Refuse, before any data work, a --runs-dir that cannot hold folders, or a --name whose folder holds a run
+    that can be resumed (one with a checkpoint)."""
+    runs = Path(runs_dir)
+    check_folder_path(runs, "--runs-dir")
+    if name is None:
+        return
+    run = runs / name
+    if run.exists() and not run.is_dir():
+        raise FileExistsError(f"--name {name}: {run} is a file; pick another --name")
+    if latest_checkpoint(run) is not None:
         raise FileExistsError(f"run folder {run} already holds a run; resume it with --resume {run} or pick "
                               f"another --name")
+
+
+_held = {}  # run folder -> its open lock file, kept until this process ends (the kernel then releases the lock)
+
+
+def hold_run_dir(run: Path) -> None:
+    """Mark `run` as trained by this process, or refuse it if another live process is training it (an advisory
+    lock on run/.lock: released by the kernel when the process ends, however it ends)."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX: no lock
+        return
+    if str(run) in _held:
+        return
+    f = open(run / ".lock", "a")
+    try:
+        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        f.close()
+        raise FileExistsError(f"run folder {run} is being trained by another process right now; let it finish, "
+                              f"or pick another --name") from None
+    if not _held:
+        atexit.register(lambda: [f.close() for f in _held.values()])  # (quietly: the lock ends with us anyway)
+    _held[str(run)] = f
+
+
+def create_run_dir(runs_dir: str | Path, name: str, log=None) -> Path:
+    """A new, empty run folder; refuses to reuse one that holds a run with a checkpoint (use --resume for that)
+    or one that another process is training. A run stopped before its first checkpoint cannot be resumed, so
+    its folder is emptied and reused (said on `log`)."""
+    check_new_run_dir(runs_dir, name)
+    run = Path(runs_dir) / name
+    run.mkdir(parents=True, exist_ok=True)
+    hold_run_dir(run)  # (a run still going that has not saved a checkpoint yet must not be emptied)
+    if (run / "settings.json").exists() or (run / CHECKPOINTS).exists():
+        shutil.rmtree(run / CHECKPOINTS, ignore_errors=True)
+        for leftover in RUN_FILES:
+            (run / leftover).unlink(missing_ok=True)
+        if log is not None:
+            log(f"note: {run} held a run stopped before its first checkpoint; this run replaces it")
     (run / CHECKPOINTS).mkdir(parents=True, exist_ok=True)
     return run
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
-from minibert.config import PRESET_NAMES, BertConfig
+from minibert.config import PRESET_NAMES
 from minibert.data.examples import OBJECTIVES
 
 OUTPUT_BIAS_INITS = ("zero", "unigram")
@@ -79,13 +79,7 @@ class PretrainSettings:
             raise ValueError(f"--minutes must be positive, got {self.minutes!r}")
         if self.objective not in OBJECTIVES:
             raise ValueError(f"--objective must be one of {', '.join(OBJECTIVES)}, got {self.objective!r}")
-        if self.config not in PRESET_NAMES and not self.config.endswith(".json"):
-            raise ValueError(f"--config must be one of {', '.join(PRESET_NAMES)} or a config.json file, got "
-                             f"{self.config!r}")
-        limit = BertConfig.preset(self.config).max_tokens if self.config in PRESET_NAMES else None
-        if limit is not None and self.seq_len is not None and self.seq_len > limit:
-            raise ValueError(f"--seq-len {self.seq_len} is longer than the {limit} tokens the "
-                             f"max_position_embeddings of --config {self.config} allow")
+        self.check_config()
         if not 0.0 < self.mask_prob < 1.0:
             raise ValueError(f"--mask-prob must be between 0 and 1, got {self.mask_prob}")
         if self.mask_prob_end is not None and not 0.0 < self.mask_prob_end < 1.0:
@@ -113,6 +107,15 @@ class PretrainSettings:
             raise ValueError(f"--beta1/--beta2 must be in [0, 1), got {self.betas}")
         if self.keep_checkpoints < 0:
             raise ValueError(f"--keep-checkpoints must be >= 0, got {self.keep_checkpoints}")
+        for name in ("weight_decay", "clip"):  # (AdamW refuses a negative decay only once the ranks have started)
+            if not getattr(self, name) >= 0:
+                raise ValueError(f"--{name.replace('_', '-')} must be >= 0, got {getattr(self, name)!r}")
+
+    def check_config(self) -> None:
+        """--config names a preset or a config.json (read, with --seq-len, by training.pretrain.check_before_data)."""
+        if self.config not in PRESET_NAMES and not self.config.endswith(".json"):
+            raise ValueError(f"--config must be one of {', '.join(PRESET_NAMES)} or a config.json file, got "
+                             f"{self.config!r}")
 
     def to_dict(self) -> dict:
         d = dataclasses.asdict(self)
