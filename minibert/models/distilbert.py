@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from minibert.distilbert_config import DistilBertConfig
-from minibert.models.bert import BertEncoder, BertModel, bert_param_shapes
+from minibert.models.bert import BertModel, bert_param_shapes
 from minibert.models.pretraining import BertForMaskedLM, mlm_head_shapes
 
 LAYER_NAMES = {

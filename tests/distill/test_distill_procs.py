@@ -13,7 +13,6 @@ import numpy as np
 import pytest
 
 from minibert import BertForMaskedLM, BertModel
-from minibert.cli import main
 from minibert.io.safetensors_io import load_safetensors
 from minibert.training.metrics import read_metrics
 from mpi_helpers import ranks, requires_mpi, run_job

@@ -6,8 +6,7 @@ Our WordPiece vocabulary stands in for RoBERTa's byte-level BPE (the tokenizer i
 import numpy as np
 import pytest
 from gradcheck import check_grad
-from hf_reference import (assert_grads_match, check_bare_model, check_masked_lm, copy_weights, hf_config, max_rel_diff,
-                          torch_grads)
+from hf_reference import check_bare_model, check_masked_lm, copy_weights, hf_config, max_rel_diff
 from test_model_gradients import batch
 
 from minibert import BertConfig, BertForMaskedLM, BertForPreTraining, BertModel
