@@ -165,7 +165,7 @@ def _out_path(args) -> Path:
 
 def _out_dir(args) -> Path:
     """The output folder, checked: a folder (or nothing yet) without a model unless --overwrite."""
-    from minibert.training.run_dir import check_folder_path
+    from minibert.io.atomic import check_folder_path
     out = _out_path(args)
     check_folder_path(out, "--out")
     if (out / "model.safetensors").exists() and not args.overwrite:

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
+from minibert.io.atomic import read_text_file
+
 FORMATS = {".csv": "csv", ".tsv": "tsv", ".tab": "tsv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl"}
 
 
@@ -44,22 +46,13 @@ def file_format(path: Path) -> str:
     return fmt
 
 
-def read_text(path: Path) -> str:
-    """A UTF-8 text file's content (a byte-order mark dropped, as Excel writes one); one line naming the file when
-    it is not text."""
-    try:
-        return path.read_text(encoding="utf-8-sig")
-    except UnicodeDecodeError as e:
-        raise ValueError(f"{path}: not UTF-8 text (byte {e.start} cannot be decoded); expected a text file") from None
-
-
 def read_rows(path) -> list[dict]:
     """The rows of a CSV/TSV (first line = header) or JSONL (one JSON object per line) file, as dicts."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such file")
     fmt = file_format(path)
-    text = read_text(path)
+    text = read_text_file(path)
     if not text.strip():
         raise ValueError(f"{path}: the file is empty")
     if fmt == "jsonl":

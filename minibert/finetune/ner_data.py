@@ -48,11 +48,11 @@ def iob1_to_iob2(tags: list[str]) -> list[str]:
 
 
 def read_conll(path) -> TaggedSentences:
-    from minibert.finetune.data import read_text
+    from minibert.io.atomic import read_text_file
 
     path = Path(path)
     words, tags, sentence, sentence_tags = [], [], [], []
-    for n, line in enumerate(read_text(path).split("\n"), start=1):  # (as reading the file line by line)
+    for n, line in enumerate(read_text_file(path).split("\n"), start=1):  # (as reading the file line by line)
         columns = line.split()
         if not columns:
             if sentence:

@@ -38,9 +38,9 @@ def read_squad(path) -> tuple[list[QAExample], bool]:
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such file")
-    from minibert.finetune.data import read_text
+    from minibert.io.atomic import read_text_file
     try:
-        data = json.loads(read_text(path))
+        data = json.loads(read_text_file(path))
     except json.JSONDecodeError as e:
         raise ValueError(f"{path}: not valid JSON ({e.msg} at line {e.lineno}); expected a SQuAD file") from None
     if not isinstance(data, dict):

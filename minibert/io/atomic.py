@@ -59,25 +59,34 @@ def check_output_file(path: str | os.PathLike, option: str, inputs: dict | None 
     path = Path(path)
     if path.is_dir():
         raise ValueError(f"{option} {path}: is a folder; expected a file name")
-    folder = path.parent  # atomic_path creates the missing folders: the nearest existing one must be writable
-    while not folder.exists() and folder != folder.parent:
-        folder = folder.parent
-    if not folder.is_dir():
-        raise ValueError(f"{option} {path}: {folder} is a file, not a folder")
-    if not os.access(folder, os.W_OK | os.X_OK):
+    # atomic_path creates the missing folders: the nearest existing one must be a writable folder
+    folder = check_folder_path(path.parent, option, shown=path)
+    if folder is not None and not os.access(folder, os.W_OK | os.X_OK):
         raise ValueError(f"{option} {path}: no permission to write in {folder}")
     for input_option, input_path in (inputs or {}).items():
         if input_path and path.exists() and Path(input_path).exists() and os.path.samefile(path, input_path):
             raise ValueError(f"{option} {path}: is the {input_option} file; writing it would overwrite the input")
 
 
-def read_text_file(path: str | os.PathLike, option: str) -> str:
-    """The UTF-8 text of the file an option names; a one-line error naming the option otherwise."""
+def check_folder_path(path: str | os.PathLike, option: str, shown=None) -> Path | None:
+    """A folder can be made at `path`: neither it nor a folder above it is a file (else a NotADirectoryError
+    naming `option` and `shown`, default `path`). Returns the nearest existing folder (None: none exists)."""
     path = Path(path)
+    existing = next((p for p in (path, *path.parents) if p.exists()), None)
+    if existing is not None and not existing.is_dir():
+        raise NotADirectoryError(f"{option} {shown or path}: {existing} is a file; expected a folder")
+    return existing
+
+
+def read_text_file(path: str | os.PathLike, option: str | None = None) -> str:
+    """The UTF-8 text of a file (a byte-order mark dropped, as Excel and Notepad write one); a one-line error
+    naming the file, and the option that gave it if any, otherwise."""
+    path = Path(path)
+    where = f"{option} {path}" if option else str(path)
     if not path.is_file():
-        raise FileNotFoundError(f"{option} {path}: " + ("is a folder; expected a file" if path.is_dir()
-                                                       else "no such input file"))
+        raise FileNotFoundError(f"{where}: " + ("is a folder; expected a file" if path.is_dir() else
+                                                "no such input file"))
     try:
-        return path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError as e:
-        raise ValueError(f"{option} {path}: not UTF-8 text ({e.reason} at byte {e.start})") from None
+        raise ValueError(f"{where}: not UTF-8 text ({e.reason} at byte {e.start})") from None

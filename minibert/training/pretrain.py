@@ -28,6 +28,7 @@ from __future__ import annotations
 import json
 import math
 import time
+from contextlib import nullcontext
 from pathlib import Path
 
 import numpy as np
@@ -50,7 +51,7 @@ from minibert.training.memory import ProportionalPeak, peak_rss_mb
 from minibert.training.metrics import MetricsLog, Window
 from minibert.training.objectives import brings_own_model, build_model, output_bias_name, rtd_counts
 from minibert.training.run_dir import (check_new_run_dir, create_run_dir, default_run_name, hold_run_dir,
-                                       latest_checkpoint)
+                                       latest_checkpoint, release_run_dirs)
 from minibert.training.settings import PretrainSettings
 from minibert.training.sharded import ShardedAdamW
 
@@ -183,10 +184,12 @@ def pretrain(settings: PretrainSettings, resume_checkpoint: Path | None = None, 
     Pre-training keeps NumPy's GELU unless MINIBERT_NUMBA=1 asks for numba's: for the mini model numba buys ~3%
     more steps for ~150 MB more memory (docs/performance.md). Distillation (whose teacher is often large) and
     everything else use numba's when it is installed."""
-    if getattr(settings, "COMMAND", "pretrain") != "pretrain":
-        return _train(settings, resume_checkpoint, run_dir, log, comm)
-    with numpy_gelu_unless_asked():
-        return _train(settings, resume_checkpoint, run_dir, log, comm)
+    gelu = numpy_gelu_unless_asked() if getattr(settings, "COMMAND", "pretrain") == "pretrain" else nullcontext()
+    try:
+        with gelu:
+            return _train(settings, resume_checkpoint, run_dir, log, comm)
+    finally:
+        release_run_dirs()  # the run folder's lock ends with the run, not only with the process
 
 
 def _train(settings: PretrainSettings, resume_checkpoint: Path | None, run_dir: Path | None, log, comm) -> dict:

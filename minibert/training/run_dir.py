@@ -14,12 +14,12 @@
 
 from __future__ import annotations
 
-import atexit
+import errno
 import shutil
 import time
 from pathlib import Path
 
-from minibert.io.atomic import atomic_write_text
+from minibert.io.atomic import atomic_write_text, check_folder_path
 
 CHECKPOINTS = "checkpoints"
 LATEST = "latest"
@@ -29,15 +29,6 @@ RUN_FILES = ("settings.json", "metrics.jsonl", "summary.json", "training.png")  
 def default_run_name(config: str, corpus_name: str) -> str:
     config = Path(config).stem if config.endswith(".json") else config
     return f"{config}-{corpus_name}-{time.strftime('%Y%m%d-%H%M%S')}"
-
-
-def check_folder_path(path: str | Path, option: str) -> None:
-    """A folder can be made at `path`: it is no file, and neither is a folder above it (else one line naming the
-    `option` that gave it, before the work whose results would go there)."""
-    path = Path(path)
-    existing = next((p for p in (path, *path.parents) if p.exists()), None)
-    if existing is not None and not existing.is_dir():
-        raise NotADirectoryError(f"{option} {path}: {existing} is a file; expected a folder")
 
 
 def check_new_run_dir(runs_dir: str | Path, name: str | None = None) -> None:
@@ -55,38 +46,47 @@ def check_new_run_dir(runs_dir: str | Path, name: str | None = None) -> None:
                               f"another --name")
 
 
-_held = {}  # run folder -> its open lock file, kept until this process ends (the kernel then releases the lock)
+_held = {}  # run folder (resolved) -> its open lock file, while this process trains it
 
 
 def hold_run_dir(run: Path) -> None:
-    """Mark `run` as trained by this process, or refuse it if another live process is training it (an advisory
-    lock on run/.lock: released by the kernel when the process ends, however it ends)."""
+    """Mark `run` as trained by this process until release_run_dirs(), or refuse it if another live process is
+    training it: an advisory lock on run/.lock, which the kernel also releases when the process ends, however it
+    ends. Where the file system has no locks (some network file systems), runs go unguarded."""
     try:
         import fcntl
     except ImportError:  # pragma: no cover - not POSIX: no lock
         return
-    if str(run) in _held:
+    key = str(Path(run).resolve())
+    if key in _held:
         return
     f = open(run / ".lock", "a")
     try:
         fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
+    except OSError as e:
         f.close()
-        raise FileExistsError(f"run folder {run} is being trained by another process right now; let it finish, "
-                              f"or pick another --name") from None
-    if not _held:
-        atexit.register(lambda: [f.close() for f in _held.values()])  # (quietly: the lock ends with us anyway)
-    _held[str(run)] = f
+        if e.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
+            raise FileExistsError(f"run folder {run} is being trained by another process right now; let it finish, "
+                                  f"or pick another --name") from None
+        return  # (ENOSYS, ENOLCK: no locking here)
+    _held[key] = f
+
+
+def release_run_dirs() -> None:
+    """Let other processes start or resume the runs this process held (the end of a `pretrain` call)."""
+    while _held:
+        _held.popitem()[1].close()
 
 
 def create_run_dir(runs_dir: str | Path, name: str, log=None) -> Path:
     """A new, empty run folder; refuses to reuse one that holds a run with a checkpoint (use --resume for that)
     or one that another process is training. A run stopped before its first checkpoint cannot be resumed, so
     its folder is emptied and reused (said on `log`)."""
-    check_new_run_dir(runs_dir, name)
+    check_folder_path(runs_dir, "--runs-dir")
     run = Path(runs_dir) / name
     run.mkdir(parents=True, exist_ok=True)
-    hold_run_dir(run)  # (a run still going that has not saved a checkpoint yet must not be emptied)
+    hold_run_dir(run)  # first: a run still going that has not saved a checkpoint yet must not be emptied
+    check_new_run_dir(runs_dir, name)  # (after the lock: the run may have saved its first checkpoint meanwhile)
     if (run / "settings.json").exists() or (run / CHECKPOINTS).exists():
         shutil.rmtree(run / CHECKPOINTS, ignore_errors=True)
         for leftover in RUN_FILES:

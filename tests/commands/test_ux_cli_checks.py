@@ -74,7 +74,7 @@ def test_predict_refuses_to_overwrite_its_input(models, tmp_path, capsys, monkey
 def test_output_checks_and_the_safety_net(tmp_path, capsys, monkeypatch):
     from minibert.io.atomic import check_output_file
     (tmp_path / "file").write_text("x")
-    with pytest.raises(ValueError, match="is a file, not a folder"):
+    with pytest.raises(NotADirectoryError, match="is a file; expected a folder"):
         check_output_file(tmp_path / "file" / "out.csv", "--output")
     check_output_file(tmp_path / "new" / "deeper" / "out.csv", "--output")  # missing folders are created later
     (tmp_path / "d.txt").mkdir()

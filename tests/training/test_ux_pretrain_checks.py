@@ -91,6 +91,38 @@ def test_a_checkpointless_run_that_is_still_going_is_not_replaced(tmp):
     assert not (run / "settings.json").exists()
 
 
+LOCK_HOLDER = ("import fcntl, sys; f = open(sys.argv[1], 'a'); fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB); "
+               "print('free')")
+
+
+def test_a_run_lets_go_of_its_folder_when_it_ends(tmp):
+    # A notebook that ran pretrain() must not keep the run from being resumed from a terminal.
+    corpus = write_corpus(tmp / "c.txt", synthetic_documents(40))
+    assert main(["pretrain", "--corpus", str(corpus), *FAST, "--runs-dir", str(tmp / "runs"), "--name", "n"]) == 0
+    other = subprocess.run([sys.executable, "-c", LOCK_HOLDER, str(tmp / "runs" / "n" / ".lock")],
+                           capture_output=True, text=True)
+    assert other.stdout.strip() == "free", other.stderr
+
+
+def test_the_lock_knows_a_folder_by_any_spelling_and_gives_way_where_locks_fail(tmp, monkeypatch):
+    import errno
+    import fcntl
+    from minibert.training import run_dir
+    run = run_dir.create_run_dir(tmp / "runs", "x")
+    monkeypatch.chdir(tmp)
+    try:
+        run_dir.hold_run_dir(Path("runs") / "x")  # this process holds it already: no conflict with itself
+    finally:
+        run_dir.release_run_dirs()
+    assert run_dir._held == {}
+
+    def no_locks(f, operation):  # e.g. Lustre mounted without flock
+        raise OSError(errno.ENOSYS, "Function not implemented")
+    monkeypatch.setattr(fcntl, "flock", no_locks)
+    run_dir.hold_run_dir(run)  # runs unguarded instead of failing
+    assert run_dir._held == {}
+
+
 def test_resume_says_which_command_wrote_the_run(tmp, capsys):
     distilled, pretrained = tmp / "runs" / "d", tmp / "runs" / "p"
     for run, settings in ((distilled, DistillSettings()), (pretrained, PretrainSettings())):
