@@ -46,7 +46,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--temperature", type=float, metavar="T", default=None,
                    help=f"softmax temperature of the soft targets [{D.temperature}]")
     for name, what in (("ce", "soft-target loss vs the teacher's MLM distribution [mlm: 5]"),
-                       ("mlm", "the student's own MLM loss [mlm: 2]"),
+                       ("mlm", "student's own MLM loss [mlm: 2]"),
                        ("cos", "cosine loss between student and teacher token states [1]"),
                        ("mse", "mean squared error between the token states [0]"),
                        ("pool", "cosine loss between the mean-pooled sentence embeddings [mlm: 0, hidden: 1]")):

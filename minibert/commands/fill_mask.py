@@ -15,7 +15,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--model", required=True, metavar="DIR", help="run folder or model folder")
     parser.add_argument("--top-k", type=int, default=5, help="guesses per [MASK] (default: 5)")
     parser.add_argument("--json", action="store_true",
-                        help='print JSON: per text, a list per [MASK] of {"token_str", "score", "token", "sequence"}')
+                        help='print JSON: a list per [MASK] of {"token_str", "score", "token", "sequence"}; with '
+                             'several texts, one such list per text')
 
 
 def run(args) -> int:

@@ -58,7 +58,8 @@ tokens, BertForQuestionAnswering for qa). See docs/finetuning.md."""
     data.add_argument("--label-column", default="label", metavar="COL",
                       help="column of the label, a string or an integer (default: label)")
     data.add_argument("--max-train-examples", type=int, metavar="N",
-                      help="train on a stratified random subset of N examples (to fit a compute budget)")
+                      help="train on N examples only, to fit a compute budget: a stratified random subset for text classification, "
+                           "a random subset of sentences for --task-type tokens, the first N questions for qa")
     model = parser.add_argument_group("model and training")
     model.add_argument("--model", default="minilm", metavar="DIR",
                        help="checkpoint folder, pre-training run folder (its latest checkpoint), or 'minilm' "
@@ -67,8 +68,8 @@ tokens, BertForQuestionAnswering for qa). See docs/finetuning.md."""
     model.add_argument("--lr", type=float, default=3e-5, help="peak learning rate of AdamW (default 3e-5)")
     model.add_argument("--batch-size", type=int, default=32, help="examples per step (default 32)")
     model.add_argument("--max-length", type=int, default=None,
-                       help=f"tokens per example, longer ones are truncated (default {DEFAULT_MAX_LENGTH}, or "
-                            f"the model's max_position_embeddings if smaller)")
+                       help=f"tokens per example, longer ones are truncated (default {DEFAULT_MAX_LENGTH}, 384 for --task-type "
+                            f"qa, or the model's max_position_embeddings if smaller)")
     model.add_argument("--warmup-ratio", type=float, default=0.1,
                        help="share of the steps over which the learning rate warms up from 0 (default 0.1); it "
                             "then decays linearly to 0")

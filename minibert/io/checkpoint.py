@@ -49,7 +49,8 @@ class CheckpointWarning(UserWarning):
 
 # ---------------------------------------------------------------------------------------------------- loading
 def load_pretrained(cls, path, dtype=np.float32, **kwargs):
-    """Build `cls(config, dtype=dtype, **kwargs)` from a checkpoint folder and copy its weights in.
+    """Build `cls(config, dtype=dtype, **kwargs)` from a checkpoint folder (or a run folder: its latest
+    checkpoint) and copy its weights in.
 
     Returns the model in eval mode with `model.name_or_path` set. Raises a one-line ValueError naming the file
     and tensor when a tensor's shape or dtype disagrees with config.json, before any weights are read.
@@ -61,6 +62,9 @@ def load_pretrained(cls, path, dtype=np.float32, **kwargs):
     if not folder.is_dir():
         raise FileNotFoundError(f"{folder}: no such checkpoint folder (expected a folder with {CONFIG_NAME} and "
                                 f"{WEIGHTS_NAME})")
+    if not (folder / CONFIG_NAME).exists() and (folder / "checkpoints").is_dir():  # a run folder (pretrain, distill)
+        from minibert.training.run_dir import resolve_model_dir
+        folder = resolve_model_dir(folder)  # its newest complete checkpoint, as the CLI takes it
     config = BertConfig.from_json_file(folder / CONFIG_NAME)
     # BERT's classes load every family that keeps BERT's names (roberta, albert, electra bodies: io/families.py);
     # DistilBERT's names differ, so its classes and its checkpoints go together only.

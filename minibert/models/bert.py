@@ -38,8 +38,9 @@ PROJECTION_NAMES = {"albert": "encoder.embedding_hidden_mapping_in"}
 def _projection_name(config, project_name):
     project_name = project_name or PROJECTION_NAMES.get(config.model_type)
     if needs_projection(config) and not project_name:
-        raise ValueError(f"embedding_size {config.embedding_size} differs from hidden_size {config.hidden_size}: "
-                         f"the model needs a projection E -> H, but no project_name was given for it")
+        raise ValueError(f"embedding_size {config.embedding_size} differs from hidden_size {config.hidden_size}, but "
+                         f"model_type {config.model_type!r} has no projection E -> H: only ALBERT's (model_type "
+                         f"albert) and ELECTRA's models have one; drop embedding_size or use one of those")
     return project_name if needs_projection(config) else None
 
 

@@ -41,6 +41,7 @@ from minibert.data.prepare import prepare_data
 from minibert.io.atomic import atomic_write_text
 from minibert.layers.activations import numba_gelu_loop, numpy_gelu_unless_asked
 from minibert.layers.loss import IGNORE_INDEX
+from minibert.models.bert import bert_param_shapes
 from minibert.models.electra_pretraining import batch_draws
 from minibert.optim import AdamW, clip_grad_norm
 from minibert.training.budget import Plan, make_plan, measure_step_seconds, replan, steps_that_fit
@@ -113,7 +114,10 @@ def check_before_data(settings: PretrainSettings, resume_checkpoint: Path | None
             raise type(e)(f"--tokenizer {settings.tokenizer}: {e}") from None
     if not brings_own_model(settings):
         vocab_size = len(tokenizer.vocab) if tokenizer is not None else None
-        sequence_length(settings, model_config(settings, vocab_size))
+        config = model_config(settings, vocab_size)
+        sequence_length(settings, config)
+        if settings.objective != "electra":  # (ELECTRA's models project any embedding_size)
+            bert_param_shapes(config)  # e.g. an embedding_size that model_type has no projection for
     check_new_run_dir(settings.runs_dir, settings.name)
 
 

@@ -140,3 +140,20 @@ def test_sharded_checkpoint_loads(checkpoint):
     (checkpoint / "model.safetensors.index.json").write_text(json.dumps({"weight_map": weight_map}))
     with pytest.raises(ValueError, match="is not a file of the folder"):
         BertForMaskedLM.from_pretrained(checkpoint)
+
+
+def test_a_run_folder_loads_its_latest_checkpoint(checkpoint, tmp_path):
+    # What `minibert pretrain` and `distill` write: RUN/checkpoints/step-N/ and a `latest` file naming one.
+    run = tmp_path / "run"
+    (run / "checkpoints" / "step-000002").mkdir(parents=True)
+    for name in ("config.json", "model.safetensors"):
+        (run / "checkpoints" / "step-000002" / name).write_bytes((checkpoint / name).read_bytes())
+    (run / "checkpoints" / "latest").write_text("step-000002\n")
+    model = BertForMaskedLM.from_pretrained(run)
+    assert model.name_or_path == str(run / "checkpoints" / "step-000002")
+    expected = BertForMaskedLM.from_pretrained(checkpoint)
+    assert all(np.array_equal(model.params[k], expected.params[k]) for k in expected.params)
+    (run / "checkpoints" / "latest").unlink()
+    (run / "checkpoints" / "step-000002" / "config.json").unlink()
+    with pytest.raises(FileNotFoundError, match="has no complete checkpoint yet"):
+        BertForMaskedLM.from_pretrained(run)

@@ -28,6 +28,8 @@ def tmp(tmp_path, monkeypatch):
     monkeypatch.setenv("MINIBERT_CACHE", str(tmp_path / "cache"))
     (tmp_path / "file.txt").write_text("not a folder\n")
     (tmp_path / "bad.json").write_text("{bad")
+    factorised = BertConfig.preset("tiny", vocab_size=120, embedding_size=8).to_dict()  # model_type bert
+    (tmp_path / "factorised.json").write_text(json.dumps(factorised))
     return tmp_path
 
 
@@ -41,6 +43,7 @@ def one_error(capsys, code, message):
     (["--runs-dir", "{tmp}/file.txt"], "--runs-dir {tmp}/file.txt: {tmp}/file.txt is a file"),
     (["--runs-dir", "{tmp}/file.txt/sub"], "--runs-dir {tmp}/file.txt/sub: {tmp}/file.txt is a file"),
     (["--config", "{tmp}/bad.json"], "bad.json: not valid JSON"),
+    (["--config", "{tmp}/factorised.json"], "model_type 'bert' has no projection E -> H: only ALBERT's"),
     (["--tokenizer", "{tmp}/nowhere"], "--tokenizer {tmp}/nowhere"),
     (["--weight-decay", "-1"], "--weight-decay must be >= 0"),
     (["--clip", "-1"], "--clip must be >= 0"),
