@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from minibert.layers.activations import ACTIVATIONS
 
 SUPPORTED_ACTIVATIONS = tuple(ACTIVATIONS)  # gelu (exact erf), gelu_new / gelu_pytorch_tanh (tanh), relu
@@ -48,6 +50,29 @@ FAMILY_PRESETS: dict[str, tuple[str, dict[str, Any]]] = {
 }
 PRESET_NAMES = (*PRESETS, *FAMILY_PRESETS)
 
+INT_FIELDS = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size",
+              "max_position_embeddings", "type_vocab_size")  # positive integers
+FLOAT_FIELDS = ("hidden_dropout_prob", "attention_probs_dropout_prob", "initializer_range", "layer_norm_eps")
+
+# Hugging Face config options that change the computation in ways minibert does not implement: each is accepted
+# with the value that means what minibert computes (real checkpoints' config.json carry them), refused otherwise.
+#   key -> (the values accepted, the first being the default; the end of the message refusing another)
+UNSUPPORTED_OPTIONS: dict[str, tuple[tuple, str]] = {
+    "position_embedding_type": (("absolute",), " (only 'absolute')"),  # relative_key(_query): other attention
+    "is_decoder": ((False, None), ": minibert's models are encoders"),  # causal self-attention
+    "add_cross_attention": ((False, None), ": minibert's models are encoders"),  # attention to an encoder's output
+}
+
+
+def _is_int(value) -> bool:
+    """A Python or NumPy integer, not a bool."""
+    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+
+
+def _shown(value) -> str:
+    """repr(value), with its type when that is not obvious from it (a number given as a string)."""
+    return f"{value!r} ({type(value).__name__})" if isinstance(value, str) else repr(value)
+
 
 @dataclass
 class BertConfig:
@@ -77,12 +102,22 @@ class BertConfig:
 
     # ---------------------------------------------------------------- checks
     def validate(self) -> None:
-        """Raise a one-line ValueError naming the field and what was expected."""
-        for name in ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
-                     "intermediate_size", "max_position_embeddings", "type_vocab_size"):
+        """Raise a one-line ValueError naming the field and what was expected. NumPy numbers are accepted and
+        stored as Python ones (config.json is written with json, which knows only those)."""
+        for name in INT_FIELDS:
             value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"BertConfig.{name} must be a positive integer, got {value!r}")
+            if not _is_int(value) or value < 1:
+                raise ValueError(f"BertConfig.{name} must be a positive integer, got {_shown(value)}")
+            setattr(self, name, int(value))
+        if not _is_int(self.pad_token_id):
+            raise ValueError(f"BertConfig.pad_token_id must be an integer, got {_shown(self.pad_token_id)}")
+        self.pad_token_id = int(self.pad_token_id)
+        for name in FLOAT_FIELDS:
+            value = getattr(self, name)
+            if not (_is_int(value) or isinstance(value, (float, np.floating))):
+                raise ValueError(f"BertConfig.{name} must be a number, got {_shown(value)}")
+            if isinstance(value, np.generic):
+                setattr(self, name, float(value))
         if self.hidden_size % self.num_attention_heads != 0:
             raise ValueError(
                 f"BertConfig.hidden_size ({self.hidden_size}) must be divisible by num_attention_heads "
@@ -98,10 +133,11 @@ class BertConfig:
         for name in ("layer_norm_eps", "initializer_range"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"BertConfig.{name} must be > 0, got {getattr(self, name)!r}")
-        if self.embedding_size is not None and (not isinstance(self.embedding_size, int) or
-                                                isinstance(self.embedding_size, bool) or self.embedding_size < 1):
-            raise ValueError(f"BertConfig.embedding_size must be a positive integer or null, got "
-                             f"{self.embedding_size!r}")
+        if self.embedding_size is not None:
+            if not _is_int(self.embedding_size) or self.embedding_size < 1:
+                raise ValueError(f"BertConfig.embedding_size must be a positive integer or null, got "
+                                 f"{_shown(self.embedding_size)}")
+            self.embedding_size = int(self.embedding_size)
         if self.model_type not in MODEL_TYPES:
             raise ValueError(f"BertConfig.model_type {self.model_type!r} is not supported; expected one of "
                              f"{', '.join(MODEL_TYPES)}")
@@ -115,6 +151,14 @@ class BertConfig:
         if not 0 <= self.pad_token_id < self.vocab_size:
             raise ValueError(f"BertConfig.pad_token_id {self.pad_token_id} is outside the vocabulary "
                              f"[0, {self.vocab_size})")
+        if not isinstance(self.extra, dict):
+            raise ValueError(f"BertConfig.extra must be a dict of config.json's other keys, got "
+                             f"{type(self.extra).__name__}")
+        for key, (accepted, why) in UNSUPPORTED_OPTIONS.items():
+            value = self.extra.get(key, accepted[0])
+            if value not in accepted:
+                shown = json.dumps(value) if isinstance(value, bool) else repr(value)  # as config.json has it
+                raise ValueError(f"{key} {shown} is not supported{why}")
 
     @property
     def head_size(self) -> int:

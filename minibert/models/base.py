@@ -20,6 +20,32 @@ def _check_dtype(dtype):
     return dtype
 
 
+def check_seed(seed):
+    """The model's seed as a Python int: a non-negative integer (NumPy's too), never None (no fresh entropy: a
+    model is reproducible from its seed)."""
+    if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool) or seed < 0:
+        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+    return int(seed)
+
+
+def check_grad(name, value, shape, hint=""):
+    """`value`, an upstream gradient given to a backward(), as an array; a ValueError naming it unless it has
+    exactly `shape`, that of the forward output it is the gradient of (NumPy would broadcast a (V,) array over
+    every row), and a real dtype. Shape and dtype comparisons only: no pass over the array."""
+    value = np.asarray(value)
+    if value.shape != shape:
+        raise ValueError(f"{name} has shape {value.shape}, expected {shape}{hint}")
+    if value.dtype.kind not in "fiu":
+        raise ValueError(f"{name} must be a real-valued array, got dtype {value.dtype}")
+    return value
+
+
+def needs_forward(what="a forward()"):
+    """The error of a backward() without the forward() it needs: each backward() frees its forward's caches."""
+    return ValueError(f"backward() needs {what} first: call forward() again before each backward() (backward() "
+                      f"frees the forward's caches)")
+
+
 class Model:
     # The name prefix of the BERT body's parameters: "bert." in task models, "" in a bare BertModel.
     # Subclasses also define param_shapes(): every parameter's Hugging Face name and shape.
@@ -37,7 +63,7 @@ class Model:
         self.dtype = _check_dtype(dtype)
         self.training = True
         self.recompute = False  # True: keep each layer's input only, run its forward again in the backward
-        self.seed = seed
+        self.seed = seed = check_seed(seed)
         self.rng = np.random.default_rng([seed, 1])  # dropout masks; separate from the init stream
         # Parameters in Hugging Face's order (the order of the state dict), initialised as BERT does. They and
         # their gradients are views into one flat buffer each (minibert.flat), so that clipping and AdamW run as

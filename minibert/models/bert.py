@@ -21,7 +21,7 @@ from minibert.layers.encoder_layer import encoder_layer_backward, encoder_layer_
 from minibert.layers.heads import pooler_backward, pooler_forward
 from minibert.layers.layernorm import layernorm_backward, layernorm_forward
 from minibert.layers.linear import linear_backward, linear_forward
-from minibert.models.base import Model
+from minibert.models.base import Model, needs_forward
 from minibert.models.checks import check_inputs
 from minibert.models.outputs import ModelOutput
 
@@ -181,7 +181,7 @@ class BertEncoder:
 
     def backward(self, d_last_hidden_state=None, d_pooler_output=None):
         if self._cache is None:
-            raise ValueError("backward() called before forward()")
+            raise needs_forward()
         m, cfg, prefix = self.model, self.model.config, self.prefix
         params, grads = m.bert_view(m.params), m.bert_view(m.grads)
         c_emb, c_proj, c_layers, c_final, c_pool, shape, recompute, cls_rows = self._cache  # (B, T, H) or (R, H)

@@ -21,9 +21,9 @@ import numpy as np
 from minibert.layers.dropout import dropout_backward, dropout_forward
 from minibert.layers.linear import linear_backward, linear_forward
 from minibert.layers.loss import cross_entropy_backward, cross_entropy_forward
-from minibert.models.base import Model
+from minibert.models.base import Model, check_grad, needs_forward
 from minibert.models.bert import BertEncoder, bert_param_shapes
-from minibert.models.checks import check_labels
+from minibert.models.checks import check_labels, fit_shape
 from minibert.models.labels import ClassLabels, classifier_dropout_of, labels_from_config  # noqa: F401 (re-exported)
 from minibert.models.outputs import ModelOutput
 
@@ -86,7 +86,7 @@ class BertForSequenceClassification(ClassLabels, Model):
         loss, c_loss = None, None
         if labels is not None:
             loss, c_loss = self._loss_forward(logits, np.asarray(labels))
-        self._cache = (drop_mask, c_lin, c_loss, c_pool)
+        self._cache = (drop_mask, c_lin, c_loss, c_pool, logits.shape)
         return ModelOutput(loss=loss, logits=logits, attentions=out.attentions, hidden_states=out.hidden_states)
 
     __call__ = forward
@@ -98,14 +98,14 @@ class BertForSequenceClassification(ClassLabels, Model):
         loss whose derivative w.r.t. the logits is given (distillation, custom losses).
         """
         if self._cache is None:
-            raise ValueError("backward() needs a forward() first")
-        drop_mask, c_lin, c_loss, c_pool = self._cache
+            raise needs_forward()
+        drop_mask, c_lin, c_loss, c_pool, shape = self._cache
         if dlogits is None:
             if c_loss is None:
                 raise ValueError("backward() needs a forward() with labels, or dlogits")
             dlogits = self._loss_backward(c_loss, loss_scale)  # (B, C)
         else:
-            dlogits = np.asarray(dlogits, dtype=self.dtype) * loss_scale
+            dlogits = check_grad("dlogits", dlogits, shape).astype(self.dtype, copy=False) * loss_scale  # (B, C)
         dx = linear_backward(dlogits, c_lin, self.params["classifier.weight"], self.grads["classifier.weight"],
                              self.grads["classifier.bias"])  # (B, H)
         dpooled = dropout_backward(dx, drop_mask)  # (B, H)
@@ -127,10 +127,7 @@ class BertForSequenceClassification(ClassLabels, Model):
             labels = check_labels(labels.reshape(-1) if labels.size == B else labels, (B,), C, "labels")
             loss, c = cross_entropy_forward(logits, labels)
             return loss, (kind, c)
-        target = labels.astype(self.dtype).reshape(B, C) if labels.size == B * C else None
-        if target is None:
-            raise ValueError(f"labels for {kind} must have {B * C} values (batch {B} x {C} classes), "
-                             f"got shape {labels.shape}")
+        target = fit_shape(labels, (B, C), f"labels for {kind} (batch {B} x {C} classes)").astype(self.dtype)
         if kind == "regression":
             diff = logits - target  # (B, C)
             return float(np.mean(diff * diff)), (kind, diff)

@@ -20,7 +20,7 @@ import numpy as np
 
 from minibert.layers.heads import ELECTRA_GENERATOR_HEAD, RTD, rtd_head_backward, rtd_head_forward
 from minibert.layers.loss import bce_with_logits_backward, bce_with_logits_forward
-from minibert.models.base import Model
+from minibert.models.base import Model, needs_forward
 from minibert.models.bert import BertEncoder, bert_param_shapes
 from minibert.models.checks import check_inputs
 from minibert.models.outputs import ModelOutput
@@ -111,7 +111,7 @@ class ElectraForPreTraining(_ElectraConfigFields, Model):
     def backward(self, loss_scale=1.0):
         """Accumulate d(loss_scale * loss)/d(param) into `grads`."""
         if self._cache is None or self._cache[1] is None:
-            raise ValueError("backward() needs a forward() with labels first")
+            raise needs_forward("a forward() with labels")
         c_head, c_bce, shape = self._cache
         dlogits = bce_with_logits_backward(c_bce, loss_scale).reshape(shape)  # (B, T)
         self.electra.backward(rtd_head_backward(dlogits, c_head, self.params, self.grads, self.config))

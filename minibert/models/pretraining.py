@@ -21,7 +21,7 @@ import numpy as np
 
 from minibert.layers.heads import mlm_head_backward, mlm_head_forward, nsp_head_backward, nsp_head_forward
 from minibert.layers.loss import IGNORE_INDEX, cross_entropy_backward, cross_entropy_forward
-from minibert.models.base import Model
+from minibert.models.base import Model, check_grad, needs_forward
 from minibert.models.bert import BertEncoder, bert_param_shapes
 from minibert.models.checks import check_targets
 from minibert.models.outputs import ModelOutput
@@ -53,6 +53,9 @@ class _MaskedLMBase(Model):
         return self.base_prefix
 
     def __init__(self, config, seed=0, dtype=np.float32, init_weights=True):
+        if config.extra.get("tie_word_embeddings") is False:  # (a task model may load such a body: only the head)
+            raise ValueError("tie_word_embeddings false is not supported: minibert's masked-LM head always reads "
+                             "its output weights from the word embeddings")
         super().__init__(config, seed=seed, dtype=dtype, init_weights=init_weights)
         self.bert = BertEncoder(self, self.view_prefix, pooler=self.has_pooler, project_name=self.project_name)
         self._cache = None
@@ -88,6 +91,9 @@ class _MaskedLMBase(Model):
         """d_logits (M, V): the gradient of another loss on the same logits (distillation), added in. Returns the
         gradient w.r.t. the sequence output, of its shape: (B, T, H) or (R, H)."""
         positions, c_head, c_ce, shape = cache  # positions: the predicted rows of the sequence output
+        if d_logits is not None:  # checked before any gradient is accumulated
+            d_logits = check_grad("d_logits", d_logits, (len(positions), self.config.vocab_size),
+                                  " (the prediction logits: one row per labelled position)")
         dlogits = cross_entropy_backward(c_ce, loss_scale)  # (M, V)
         if d_logits is not None:
             dlogits += d_logits
@@ -134,7 +140,7 @@ class BertForPreTraining(_MaskedLMBase):
         mlm_scale, when given, weights the MLM part instead (loss_scale then weights NSP only): data-parallel
         training weights each rank's MLM loss by its share of the masked tokens (training/distributed.py)."""
         if self._cache is None or (self._cache[0] is None and self._cache[2] is None):
-            raise ValueError("backward() needs a forward() with labels and/or next_sentence_label first")
+            raise needs_forward("a forward() with labels and/or next_sentence_label")
         c_mlm, c_nsp, c_nsp_ce = self._cache
         mlm_scale = loss_scale if mlm_scale is None else mlm_scale
         dseq = self._mlm_backward(c_mlm, mlm_scale) if c_mlm is not None else None
@@ -172,13 +178,14 @@ class BertForMaskedLM(_MaskedLMBase):
         """d(loss_scale * loss)/d(param) into `grads`; a distillation loss adds its gradients w.r.t. the
         prediction logits (M, V) and the last hidden state (B, T, H) through `d_logits`, `d_last_hidden_state`."""
         if self._cache is None:
-            raise ValueError("backward() needs a forward() with labels first")
+            raise needs_forward("a forward() with labels")
+        if d_last_hidden_state is not None:  # checked before any gradient is accumulated (d_logits: _mlm_backward)
+            d_last_hidden_state = check_grad(
+                "d_last_hidden_state", d_last_hidden_state, self._cache[3],
+                ": a gradient w.r.t. the whole last hidden state needs a forward with output_hidden_states=True "
+                "(which runs the last layer at every position)")
         dseq = self._mlm_backward(self._cache, loss_scale, d_logits)  # (B, T, H), or (R, H): sparse last layer
         if d_last_hidden_state is not None:
-            if dseq.shape != np.shape(d_last_hidden_state):
-                raise ValueError(f"d_last_hidden_state has shape {np.shape(d_last_hidden_state)}, expected "
-                                 f"{dseq.shape}: a gradient w.r.t. the whole last hidden state needs a forward "
-                                 f"with output_hidden_states=True (which runs the last layer at every position)")
             dseq += d_last_hidden_state
         self.bert.backward(dseq, None)
         self._cache = None

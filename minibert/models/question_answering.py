@@ -16,7 +16,7 @@ import numpy as np
 
 from minibert.layers.linear import linear_backward, linear_forward
 from minibert.layers.loss import cross_entropy_backward, cross_entropy_forward
-from minibert.models.base import Model
+from minibert.models.base import Model, check_grad, needs_forward
 from minibert.models.bert import BertEncoder, bert_param_shapes
 from minibert.models.outputs import ModelOutput
 
@@ -82,8 +82,12 @@ class BertForQuestionAnswering(Model):
         """Accumulate d(loss_scale * loss)/d(param) into `grads` (or, with dstart_logits and dend_logits (B, T),
         the gradient of any loss whose derivatives w.r.t. the logits are given)."""
         if self._cache is None:
-            raise ValueError("backward() needs a forward() first")
+            raise needs_forward()
         c_lin, c_loss, shape = self._cache
+        if dstart_logits is not None:  # (B, T), as start_logits; checked before anything is accumulated
+            dstart_logits = check_grad("dstart_logits", dstart_logits, shape[:2])
+        if dend_logits is not None:
+            dend_logits = check_grad("dend_logits", dend_logits, shape[:2])
         dlogits = np.empty(shape, dtype=self.dtype)  # (B, T, 2)
         if dstart_logits is None and dend_logits is None:
             if c_loss is None:
@@ -92,8 +96,8 @@ class BertForQuestionAnswering(Model):
             dlogits[..., 1] = cross_entropy_backward(c_loss[1], 0.5 * loss_scale)
         else:
             zero = np.zeros(shape[:2], dtype=self.dtype)
-            dlogits[..., 0] = (zero if dstart_logits is None else np.asarray(dstart_logits)) * loss_scale
-            dlogits[..., 1] = (zero if dend_logits is None else np.asarray(dend_logits)) * loss_scale
+            dlogits[..., 0] = (zero if dstart_logits is None else dstart_logits) * loss_scale
+            dlogits[..., 1] = (zero if dend_logits is None else dend_logits) * loss_scale
         dh = linear_backward(dlogits, c_lin, self.params["qa_outputs.weight"], self.grads["qa_outputs.weight"],
                              self.grads["qa_outputs.bias"])  # (B, T, H)
         self.bert.backward(dh)

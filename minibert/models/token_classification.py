@@ -14,7 +14,7 @@ import numpy as np
 from minibert.layers.dropout import dropout_backward, dropout_forward
 from minibert.layers.linear import linear_backward, linear_forward
 from minibert.layers.loss import cross_entropy_backward, cross_entropy_forward
-from minibert.models.base import Model
+from minibert.models.base import Model, check_grad, needs_forward
 from minibert.models.bert import BertEncoder, bert_param_shapes
 from minibert.models.checks import check_labels
 from minibert.models.labels import ClassLabels, classifier_dropout_of
@@ -61,14 +61,14 @@ class BertForTokenClassification(ClassLabels, Model):
         """Accumulate d(loss_scale * loss)/d(param) into `grads` (or, with `dlogits` (B, T, C), the gradient of
         any loss whose derivative w.r.t. the logits is given)."""
         if self._cache is None:
-            raise ValueError("backward() needs a forward() first")
+            raise needs_forward()
         drop_mask, c_lin, c_loss, shape = self._cache
         if dlogits is None:
             if c_loss is None:
                 raise ValueError("backward() needs a forward() with labels, or dlogits")
             dlogits = cross_entropy_backward(c_loss, loss_scale).reshape(shape)  # (B, T, C)
         else:
-            dlogits = np.asarray(dlogits, dtype=self.dtype).reshape(shape) * loss_scale
+            dlogits = check_grad("dlogits", dlogits, shape).astype(self.dtype, copy=False) * loss_scale  # (B, T, C)
         dx = linear_backward(dlogits, c_lin, self.params["classifier.weight"], self.grads["classifier.weight"],
                              self.grads["classifier.bias"])  # (B, T, H)
         self.bert.backward(dropout_backward(dx, drop_mask))

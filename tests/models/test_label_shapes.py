@@ -25,3 +25,13 @@ def test_a_single_sequence_may_drop_its_batch_axis():
     labels = np.array([-100, 7, -100])
     one = model.forward(IDS[:1], labels=labels).loss
     assert one == model.forward(IDS[:1], labels=labels[None]).loss
+
+
+def test_multi_label_targets_in_the_batchs_shape_only():
+    from minibert import BertForSequenceClassification
+    config = BertConfig.from_dict({**CFG.to_dict(), "problem_type": "multi_label_classification"})
+    model = BertForSequenceClassification(config, num_labels=3)
+    targets = np.array([[1.0, 0.0, 1.0], [0.0, 1.0, 0.0]])
+    assert np.isfinite(model.forward(IDS, labels=targets).loss)
+    with pytest.raises(ValueError, match=r"\(batch 2 x 3 classes\) has shape \(3, 2\), expected \(2, 3\)"):
+        model.forward(IDS, labels=targets.T)
