@@ -55,7 +55,10 @@ def fill_mask(model, tokenizer, text: str, top_k: int = 5) -> list[list[dict]]:
     """For each [MASK] in `text`, the `top_k` most likely tokens: {"token_str", "score", "token", "sequence"}."""
     if isinstance(top_k, bool) or not isinstance(top_k, (int, np.integer)) or top_k < 1:
         raise ValueError(f"top_k must be an integer of at least 1, got {top_k!r}")
+    from minibert.models.electra_pretraining import ElectraPretrainer
     from minibert.models.pretraining import _MaskedLMBase
+    if isinstance(model, ElectraPretrainer):  # an ELECTRA run's model: its generator fills in the [MASK]s
+        model = model.generator
     if not isinstance(model, _MaskedLMBase):  # (every model with a masked-LM head: BERT's, DistilBERT's, ELECTRA's)
         raise ValueError(f"{type(model).__name__} has no masked-LM head; fill_mask needs a BertForMaskedLM, "
                          f"BertForPreTraining or another model with one")

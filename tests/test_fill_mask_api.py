@@ -28,3 +28,11 @@ def test_bad_calls_are_one_clear_error():
         fill_mask(BertModel(config(10)), TOK, "hello [MASK].")
     with pytest.raises(ValueError, match="top_k must be an integer of at least 1, got 2.5"):
         fill_mask(BertForMaskedLM(config(10)), TOK, "hello [MASK].", top_k=2.5)
+
+
+def test_an_electra_run_fills_in_with_its_generator():
+    from minibert.models.electra import generator_config
+    from minibert.models.electra_pretraining import ElectraPretrainer
+    disc = config(10)
+    model = ElectraPretrainer(disc, generator_config(disc, 0.5), seed=0)
+    assert fill_mask(model, TOK, "hello [MASK].", top_k=2) == fill_mask(model.generator, TOK, "hello [MASK].", top_k=2)

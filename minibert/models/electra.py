@@ -22,7 +22,7 @@ from minibert.layers.heads import ELECTRA_GENERATOR_HEAD, RTD, rtd_head_backward
 from minibert.layers.loss import bce_with_logits_backward, bce_with_logits_forward
 from minibert.models.base import Model, needs_forward
 from minibert.models.bert import BertEncoder, bert_param_shapes
-from minibert.models.checks import check_inputs
+from minibert.models.checks import check_inputs, fit_shape
 from minibert.models.outputs import ModelOutput
 from minibert.models.pretraining import BertForMaskedLM
 
@@ -92,8 +92,8 @@ class ElectraForPreTraining(_ElectraConfigFields, Model):
         input_ids, token_type_ids, attention_mask = check_inputs(self.config, input_ids, token_type_ids,
                                                                  attention_mask)
         if labels is not None:
-            labels = np.asarray(labels).reshape(input_ids.shape) if np.size(labels) == input_ids.size else labels
-            if np.shape(labels) != input_ids.shape or not np.isin(labels, (0, 1)).all():
+            labels = fit_shape(labels, input_ids.shape, "ElectraForPreTraining labels")  # (never from another shape)
+            if not np.isin(labels, (0, 1)).all():
                 raise ValueError(f"ElectraForPreTraining labels must be 0 (original) / 1 (replaced) with the shape "
                                  f"of input_ids {input_ids.shape}, got shape {np.shape(labels)}")
         out = self.electra.forward(input_ids, token_type_ids, attention_mask, output_attentions,

@@ -18,6 +18,9 @@ def test_transposed_labels_are_refused():
         model.forward(IDS, labels=tags.T)
     with pytest.raises(ValueError, match=r"labels has shape \(3, 2\), expected \(2, 3\)"):
         BertForMaskedLM(CFG).forward(IDS, labels=np.full((3, 2), -100))
+    from minibert.models.electra import ElectraForPreTraining
+    with pytest.raises(ValueError, match=r"labels has shape \(3, 2\), expected \(2, 3\)"):
+        ElectraForPreTraining(CFG).forward(IDS, labels=np.zeros((3, 2), dtype=np.int64))
 
 
 def test_a_single_sequence_may_drop_its_batch_axis():
