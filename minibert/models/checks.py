@@ -5,9 +5,24 @@ import numpy as np
 from minibert.layers.loss import IGNORE_INDEX
 
 
+def ids_array(input_ids) -> np.ndarray:
+    """`input_ids` as an array, or a ValueError saying what it is instead: text, a tokenizer's output, or rows of
+    different lengths."""
+    if isinstance(input_ids, (str, dict)) or hasattr(input_ids, "input_ids"):
+        raise ValueError(f"input_ids must be token ids (integers), got {type(input_ids).__name__}: tokenize the "
+                         f"text first, then pass an encoding's .input_ids, or a batch as forward(**batch)")
+    try:
+        return np.asarray(input_ids)
+    except ValueError:  # NumPy: "inhomogeneous shape"
+        raise ValueError("input_ids rows have different lengths: pad them to one length (the tokenizer's "
+                         "encode_batch does) and pass attention_mask") from None
+
+
 def check_inputs(config, input_ids, token_type_ids=None, attention_mask=None):
     """Return (input_ids, token_type_ids, attention_mask) as int64 arrays of shape (B, T)."""
-    input_ids = np.asarray(input_ids)
+    input_ids = ids_array(input_ids)
+    if input_ids.size == 0:
+        raise ValueError(f"input_ids has shape {input_ids.shape}: need at least one sequence of at least one token")
     if input_ids.ndim == 1:
         input_ids = input_ids[None, :]
     if input_ids.ndim != 2:
@@ -15,8 +30,6 @@ def check_inputs(config, input_ids, token_type_ids=None, attention_mask=None):
     if not np.issubdtype(input_ids.dtype, np.integer):
         raise ValueError(f"input_ids must be integers, got dtype {input_ids.dtype}")
     B, T = input_ids.shape
-    if B == 0 or T == 0:
-        raise ValueError(f"input_ids has shape {input_ids.shape}: need at least one sequence of at least one token")
     if T > config.max_tokens:
         raise ValueError(f"sequence length {T} is longer than the {config.max_tokens} tokens "
                          f"max_position_embeddings ({config.max_position_embeddings}) allows")
@@ -76,7 +89,7 @@ def check_labels(labels, shape, num_classes, name):
 
 def check_targets(input_ids, labels, next_sentence_label, config):
     """Check pre-training targets against the batch's shape before any work is done."""
-    shape = np.shape(input_ids)
+    shape = ids_array(input_ids).shape
     if len(shape) == 1:
         shape = (1, shape[0])
     if labels is not None:

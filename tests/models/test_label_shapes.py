@@ -1,5 +1,6 @@
-"""Labels are taken in the batch's shape, or one that differs only by axes of size 1; never reshaped from
-another shape with the same number of values (which would score the wrong tokens)."""
+"""Inputs and labels are taken in the batch's shape (labels also in one that differs only by axes of size 1),
+never reshaped from another shape with the same number of values (which would score the wrong tokens); what is
+no batch of token ids is named as such."""
 
 import numpy as np
 import pytest
@@ -38,3 +39,21 @@ def test_multi_label_targets_in_the_batchs_shape_only():
     assert np.isfinite(model.forward(IDS, labels=targets).loss)
     with pytest.raises(ValueError, match=r"\(batch 2 x 3 classes\) has shape \(3, 2\), expected \(2, 3\)"):
         model.forward(IDS, labels=targets.T)
+
+
+@pytest.mark.parametrize("bad, message", [
+    ([], r"shape \(0,\): need at least one sequence"),
+    ("some text", "got str: tokenize the text first"),
+    ([[1, 2], [3]], "rows have different lengths: pad them"),
+])
+def test_input_ids_that_are_no_batch_of_ids_are_named(bad, message):
+    with pytest.raises(ValueError, match=message):
+        BertForMaskedLM(CFG).forward(bad)
+
+
+def test_a_tokenizer_output_is_not_taken_for_ids():
+    from minibert import WordPieceTokenizer
+    tok = WordPieceTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hello"])
+    for encoded in (tok.encode("hello"), tok.encode_batch(["hello"])):
+        with pytest.raises(ValueError, match="an encoding's .input_ids, or a batch as forward"):
+            BertForMaskedLM(CFG).forward(encoded)
