@@ -58,8 +58,9 @@ tokens, BertForQuestionAnswering for qa). See docs/finetuning.md."""
     data.add_argument("--label-column", default="label", metavar="COL",
                       help="column of the label, a string or an integer (default: label)")
     data.add_argument("--max-train-examples", type=int, metavar="N",
-                      help="train on N examples only, to fit a compute budget: a stratified random subset for text classification, "
-                           "a random subset of sentences for --task-type tokens, the first N questions for qa")
+                      help="train on N examples only, to fit a compute budget: a stratified random subset for text "
+                           "classification, a random subset of sentences for --task-type tokens, the first N "
+                           "questions for qa")
     model = parser.add_argument_group("model and training")
     model.add_argument("--model", default="minilm", metavar="DIR",
                        help="checkpoint folder, pre-training run folder (its latest checkpoint), or 'minilm' "
@@ -68,8 +69,8 @@ tokens, BertForQuestionAnswering for qa). See docs/finetuning.md."""
     model.add_argument("--lr", type=float, default=3e-5, help="peak learning rate of AdamW (default 3e-5)")
     model.add_argument("--batch-size", type=int, default=32, help="examples per step (default 32)")
     model.add_argument("--max-length", type=int, default=None,
-                       help=f"tokens per example, longer ones are truncated (default {DEFAULT_MAX_LENGTH}, 384 for --task-type "
-                            f"qa, or the model's max_position_embeddings if smaller)")
+                       help=f"tokens per example, longer ones are truncated (default {DEFAULT_MAX_LENGTH}, 384 for "
+                            f"--task-type qa, or the model's max_position_embeddings if smaller)")
     model.add_argument("--warmup-ratio", type=float, default=0.1,
                        help="share of the steps over which the learning rate warms up from 0 (default 0.1); it "
                             "then decays linearly to 0")
@@ -194,16 +195,16 @@ def _baseline_only(args, train, eval_, test, label_names, source, out, started, 
 
 
 def run(args) -> int:
-    from minibert.commands.finetune_setup import check_run, finetune_on_ranks
+    from minibert.commands.finetune_setup import finetune_on_ranks
     if args.seed < 0:  # (NumPy's own message names no option)
         raise ValueError(f"--seed must be a non-negative integer, got {args.seed}")
     if args.task_type == "tokens":
         from minibert.commands.finetune_tokens import _prepare_tagged, run_tokens
-        return finetune_on_ranks(args, run_tokens, lambda a: check_run(a, _prepare_tagged, "tokens"))
+        return finetune_on_ranks(args, run_tokens, _prepare_tagged, "tokens")
     if args.task_type == "qa":
         from minibert.commands.finetune_qa import _prepare_squad, run_qa
-        return finetune_on_ranks(args, run_qa, lambda a: check_run(a, _prepare_squad, "qa"))
-    return finetune_on_ranks(args, _run_sequence, lambda a: check_run(a, _prepare_data, "sequence"))
+        return finetune_on_ranks(args, run_qa, _prepare_squad, "qa")
+    return finetune_on_ranks(args, _run_sequence, _prepare_data, "sequence")
 
 
 def _run_sequence(args, comm) -> int:

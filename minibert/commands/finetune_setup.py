@@ -103,19 +103,19 @@ def check_run(args, prepare, task_type) -> None:
         _import_sklearn()
 
 
-def finetune_on_ranks(args, task, check) -> int:
+def finetune_on_ranks(args, task, prepare, task_type) -> int:
     """Run `task(args, comm)` in this process, or on the ranks of `--procs N` (training/ranks.py): the command's
-    process starts ranks 1..N-1 of the same command and becomes rank 0. Before any rank starts, `check(args)`
-    runs every check of the run here, so that bad input is one line from one process. Ranks other than 0 train
-    silently (no log, no progress bars) and write nothing; an error on any rank ends every rank, and SIGTERM
-    ends the run as Ctrl-C does (the best epoch so far is already saved)."""
+    process starts ranks 1..N-1 of the same command and becomes rank 0. Before any rank starts, `check_run(args,
+    prepare, task_type)` runs every check of the run here, so that bad input is one line from one process. Ranks
+    other than 0 train silently (no log, no progress bars) and write nothing; an error on any rank ends every
+    rank, and SIGTERM ends the run as Ctrl-C does (the best epoch so far is already saved)."""
     from minibert.finetune.train import TrainingDiverged
     from minibert.training.distributed import check_divisible
     from minibert.training.ranks import not_yet_a_rank, run_on_ranks, start_ranks
 
     if not_yet_a_rank():
         single = "--baseline-only trains no BERT" if getattr(args, "baseline_only", False) else None
-        start_ranks(args, args.batch_size, lambda: check(args), single)
+        start_ranks(args, args.batch_size, lambda: check_run(args, prepare, task_type), single)
 
     def body(comm) -> int:
         if comm.size > 1:

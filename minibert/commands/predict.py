@@ -47,8 +47,8 @@ scores of one question's answers compare, those of different questions do not)."
     parser.add_argument("--workers", type=int, default=None,
                         help="batches run at once, each on its own thread and core (default: the cores, at most 4; 1 when OPENBLAS_NUM_THREADS=1); each holds its own activations, so memory grows with it")
     parser.add_argument("--max-length", type=int, default=None,
-                        help="tokens per text, longer ones truncated (default: 128 for a text classifier, 512 for a word tagger, 384 "
-                             "for a QA model's windows; at most the model's limit)")
+                        help="tokens per text, longer ones truncated (default: 128 for a text classifier, 512 for "
+                             "a word tagger, 384 for a QA model's windows; at most the model's limit)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("--task-type", choices=("auto", "sequence", "tokens", "qa"), default="auto",
                         help="what the model does (default auto: from config.json's architectures; a type that "

@@ -54,7 +54,8 @@ def encoder(minilm):
 def test_tokenizer_ids_identical(encoder, reference, sentences):
     *_, hf_tokenizer = reference
     for text in sentences:
-        assert encoder.tokenizer.encode(text, max_length=256, truncation=True).input_ids == hf_tokenizer(text)["input_ids"], text
+        ours = encoder.tokenizer.encode(text, max_length=256, truncation=True).input_ids
+        assert ours == hf_tokenizer(text)["input_ids"], text
 
 
 def test_last_hidden_state_matches(encoder, reference, gelu_kernel):
