@@ -214,7 +214,7 @@ def _run_sequence(args, comm) -> int:
     from minibert.finetune.plots import save_confusion_matrix
     from minibert.finetune.train import encode_examples, evaluate, evaluation, train_classifier
     from minibert.commands.finetune_setup import (apply_dropout, best_model_saver, load_checked_tokenizer, make_log,
-                                                  setup_training)
+                                                  setup_training, splits_of_this_rank)
 
     started = time.perf_counter()
 
@@ -245,10 +245,9 @@ def _run_sequence(args, comm) -> int:
     label2id = model.label2id
     pad_id = tokenizer.pad_token_id
     progress = not args.no_progress
-    encoded = {name: encode_examples(tokenizer, ex, max_length, progress)
-               for name, ex in (("train", train), ("eval", eval_), ("test", test)) if ex is not None}
-    y = {name: label_ids(ex, label2id) for name, ex in (("train", train), ("eval", eval_), ("test", test))
-         if ex is not None}
+    splits = splits_of_this_rank(comm, train, eval_, test)  # (rank 0 alone evaluates and tests)
+    encoded = {name: encode_examples(tokenizer, ex, max_length, progress) for name, ex in splits.items()}
+    y = {name: label_ids(ex, label2id) for name, ex in splits.items()}
     truncated = sum(len(ids) >= max_length for ids, _ in encoded["train"])
     log(f"tokens: max length {max_length}; {truncated} of {len(train)} training examples reach it (truncated)")
     steps = math.ceil(len(train) / settings.batch_size) * settings.epochs
@@ -258,7 +257,7 @@ def _run_sequence(args, comm) -> int:
             f"(see docs/finetuning.md)")
 
     # ---- train; the best epoch is saved as it happens, so an interrupted run still leaves a model
-    result = train_classifier(model, encoded["train"], y["train"], encoded["eval"], y["eval"], label_names,
+    result = train_classifier(model, encoded["train"], y["train"], encoded.get("eval"), y.get("eval"), label_names,
                               settings, pad_id, on_best=best_model_saver(args, out, tokenizer, comm), log=log,
                               comm=comm)
     if not comm.is_root:  # (--procs: rank 0 tests, reports and writes)

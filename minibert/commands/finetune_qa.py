@@ -45,7 +45,7 @@ def _prepare_squad(args, log):
 
 def run_qa(args, comm) -> int:
     from minibert.commands.finetune_setup import (apply_dropout, best_model_saver, load_checked_tokenizer, make_log,
-                                                  run_summary, setup_training, write_summary)
+                                                  run_summary, setup_training, splits_of_this_rank, write_summary)
     from minibert.finetune.loading import load_for_finetuning
     from minibert.finetune.qa_features import build_windows
     from minibert.finetune.qa_predict import answer_questions
@@ -62,9 +62,9 @@ def run_qa(args, comm) -> int:
     tokenizer = load_checked_tokenizer(tokenizer_dir, config, checkpoint)
     L = settings.max_length
     stride = args.doc_stride if args.doc_stride is not None else min(128, L // 3)
-    windows = {name: build_windows(tokenizer, data, L, stride, with_answers=True, source=src)
-               for name, data, src in (("train", train, args.train), ("eval", eval_, args.eval or args.train),
-                                       ("test", test, args.test)) if data is not None}
+    sources = {"train": args.train, "eval": args.eval or args.train, "test": args.test}
+    windows = {name: build_windows(tokenizer, data, L, stride, with_answers=True, source=sources[name])
+               for name, data in splits_of_this_rank(comm, train, eval_, test).items()}  # (rank 0 alone evaluates)
     log(f"data: {args.train} (SQuAD {'v2.0, with unanswerable questions' if v2 else 'v1.1'}): {len(train)} train / "
         f"{len(eval_)} eval{f' / {len(test)} test' if test else ''} questions; {len(windows['train'])} training "
         f"windows of up to {L} tokens (stride {stride})")

@@ -138,6 +138,14 @@ def finetune_on_ranks(args, task, prepare, task_type) -> int:
     return run_on_ranks("minibert finetune", body)
 
 
+def splits_of_this_rank(comm, train, eval_, test) -> dict:
+    """The data sets this rank tokenizes, by name ("train", "eval", "test"; those given). Only rank 0 evaluates and
+    tests (finetune/train.py's `fit`), so the other ranks of --procs N or mpiexec tokenize the training data alone:
+    tokenizing the rest would only cost them time and memory."""
+    splits = {"train": train, "eval": eval_, "test": test} if comm.is_root else {"train": train}
+    return {name: data for name, data in splits.items() if data is not None}
+
+
 def refuse_classification_options(args, task_type):
     """Options that only make sense for text classification: one clear line instead of being ignored."""
     if args.task:

@@ -45,7 +45,7 @@ def _prepare_tagged(args, log):
 
 def run_tokens(args, comm) -> int:
     from minibert.commands.finetune_setup import (apply_dropout, best_model_saver, load_checked_tokenizer, make_log,
-                                                  run_summary, setup_training, write_summary)
+                                                  run_summary, setup_training, splits_of_this_rank, write_summary)
     from minibert.finetune.loading import load_for_finetuning
     from minibert.finetune.ner_metrics import format_entity_report
     from minibert.finetune.tagging import encode_tagged, evaluate_tagger, padded_labels
@@ -66,8 +66,8 @@ def run_tokens(args, comm) -> int:
     apply_dropout(model, args.dropout)
     model.set_recompute(args.recompute)
     tag2id, pad_id = model.label2id, tokenizer.pad_token_id
-    encoded = {name: encode_tagged(tokenizer, data, tag2id, settings.max_length)
-               for name, data in (("train", train), ("eval", eval_), ("test", test)) if data is not None}
+    encoded = {name: encode_tagged(tokenizer, data, tag2id, settings.max_length)  # (rank 0 alone evaluates and tests)
+               for name, data in splits_of_this_rank(comm, train, eval_, test).items()}
     for name, enc in encoded.items():
         if enc.cut_words:
             log(f"note: {enc.cut_words} {name} words lie beyond --max-length {settings.max_length} tokens (or have "
