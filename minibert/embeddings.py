@@ -71,6 +71,7 @@ class SentenceEncoder:
     """A BertModel + tokenizer that turns texts into one vector each (mean pooling, L2-normalised by default)."""
 
     def __init__(self, model, tokenizer, max_length: int | None = None, normalize: bool = True):
+        check_model_and_tokenizer("SentenceEncoder(model, tokenizer)", model, tokenizer)
         config = model.config
         vocab_size = len(tokenizer.vocab)
         if vocab_size > config.vocab_size:
@@ -185,6 +186,28 @@ class SentenceEncoder:
         """Cosine similarity of two texts."""
         ea, eb = self.encode([a, b], normalize=True)
         return float(np.dot(ea.astype(np.float64), eb.astype(np.float64)))
+
+
+def check_model_and_tokenizer(call: str, model, tokenizer) -> None:
+    """A one-line TypeError unless `model` is a minibert model and `tokenizer` a WordPieceTokenizer, saying so when
+    the two came the wrong way round: otherwise the first attribute one of them lacks fails far from the cause
+    ("'WordPieceTokenizer' object has no attribute 'config'"). `call` shows the right order:
+    "SentenceEncoder(model, tokenizer)"."""
+    from minibert.models.base import Model
+    from minibert.tokenizer import WordPieceTokenizer
+
+    if isinstance(model, Model) and isinstance(tokenizer, WordPieceTokenizer):
+        return
+    if isinstance(model, WordPieceTokenizer) and isinstance(tokenizer, Model):
+        raise TypeError(f"{call}: got a {type(model).__name__} as model and a {type(tokenizer).__name__} as "
+                        f"tokenizer; swap them: the model comes first")
+    if not isinstance(model, Model):
+        raise TypeError(f"{call}: model must be a minibert model (e.g. BertModel), got {_kind(model)}")
+    raise TypeError(f"{call}: tokenizer must be a minibert WordPieceTokenizer, got {_kind(tokenizer)}")
+
+
+def _kind(value) -> str:
+    return "None" if value is None else f"a {type(value).__name__}"
 
 
 def pad_batch(sequences: list[list[int]], pad_id: int) -> tuple[np.ndarray, np.ndarray]:

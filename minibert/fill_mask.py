@@ -20,6 +20,8 @@ from minibert.layers.loss import IGNORE_INDEX
 
 class FillMask:
     def __init__(self, model, tokenizer):
+        from minibert.embeddings import check_model_and_tokenizer
+        check_model_and_tokenizer("FillMask(model, tokenizer)", model, tokenizer)
         if tokenizer.mask_token_id is None:
             raise ValueError("the tokenizer has no [MASK] token")
         self.model, self.tokenizer = model.eval(), tokenizer
@@ -55,8 +57,10 @@ def fill_mask(model, tokenizer, text: str, top_k: int = 5) -> list[list[dict]]:
     """For each [MASK] in `text`, the `top_k` most likely tokens: {"token_str", "score", "token", "sequence"}."""
     if isinstance(top_k, bool) or not isinstance(top_k, (int, np.integer)) or top_k < 1:
         raise ValueError(f"top_k must be an integer of at least 1, got {top_k!r}")
+    from minibert.embeddings import check_model_and_tokenizer
     from minibert.models.electra_pretraining import ElectraPretrainer
     from minibert.models.pretraining import _MaskedLMBase
+    check_model_and_tokenizer("fill_mask(model, tokenizer, text)", model, tokenizer)
     if isinstance(model, ElectraPretrainer):  # an ELECTRA run's model: its generator fills in the [MASK]s
         model = model.generator
     if not isinstance(model, _MaskedLMBase):  # (every model with a masked-LM head: BERT's, DistilBERT's, ELECTRA's)

@@ -1,10 +1,11 @@
-"""fill_mask from Python: only guesses the tokenizer can write, and one clear line for a model without the head."""
+"""fill_mask from Python: only guesses the tokenizer can write, and one clear line for a model without the head or for
+a model and tokenizer given the wrong way round."""
 
 import numpy as np
 import pytest
 
 from minibert import BertConfig, BertForMaskedLM, BertModel, WordPieceTokenizer
-from minibert.fill_mask import fill_mask
+from minibert.fill_mask import FillMask, fill_mask
 
 TOK = WordPieceTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hello", "world", "##s", ".", "the"])
 
@@ -36,3 +37,19 @@ def test_an_electra_run_fills_in_with_its_generator():
     disc = config(10)
     model = ElectraPretrainer(disc, generator_config(disc, 0.5), seed=0)
     assert fill_mask(model, TOK, "hello [MASK].", top_k=2) == fill_mask(model.generator, TOK, "hello [MASK].", top_k=2)
+
+
+@pytest.mark.parametrize("call", [lambda model, tok: FillMask(model, tok),
+                                  lambda model, tok: fill_mask(model, tok, "hello [MASK].")],
+                         ids=["FillMask", "fill_mask"])
+def test_a_model_and_tokenizer_given_the_wrong_way_round_say_so(call):
+    model = BertForMaskedLM(config(10))
+    with pytest.raises(TypeError, match=r"\(model, tokenizer.*\): got a WordPieceTokenizer as model and a "
+                                        r"BertForMaskedLM as tokenizer; swap them: the model comes first") as info:
+        call(TOK, model)
+    assert "\n" not in str(info.value)
+    with pytest.raises(TypeError, match="tokenizer must be a minibert WordPieceTokenizer, got a BertForMaskedLM"):
+        call(model, model)
+    with pytest.raises(TypeError, match="model must be a minibert model .*got None"):
+        call(None, TOK)
+    assert call(model, TOK)  # the right order still fills in the [MASK]
