@@ -22,7 +22,7 @@ import json
 import os
 import re
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence, Sized
 from pathlib import Path
 
 import numpy as np
@@ -309,11 +309,11 @@ class WordPieceTokenizer:
                      max_length: int | None = None, padding: bool | str = True, truncation: bool | str = True,
                      add_special_tokens: bool = True) -> BatchEncoding:
         """Encode many texts into (B, T) int64 arrays, padded with [PAD] to the longest
-        (padding=True / "longest") or to `max_length` (padding="max_length")."""
-        if isinstance(texts, str):
-            texts = [texts]
-        if isinstance(text_pairs, str):
-            text_pairs = [text_pairs]
+        (padding=True / "longest") or to `max_length` (padding="max_length"). `texts` is one str or a list (tuple,
+        1-D array) of str, and so is `text_pairs` when given; a generator or a set is refused (_batch_of_texts)."""
+        texts = _batch_of_texts(texts, "texts")
+        if text_pairs is not None:
+            text_pairs = _batch_of_texts(text_pairs, "text_pairs", none_allowed=True)
         if text_pairs is not None and len(text_pairs) != len(texts):
             raise ValueError(f"got {len(texts)} texts but {len(text_pairs)} text_pairs")
         pairs = text_pairs if text_pairs is not None else [None] * len(texts)
@@ -442,6 +442,33 @@ class WordPieceTokenizer:
             return cls(vocab, **kwargs)
         except ValueError as e:  # e.g. a text file given as the vocabulary: say which file
             raise ValueError(f"{path}: not a usable WordPiece tokenizer: {e}") from None
+
+
+def _batch_of_texts(texts, name: str, none_allowed: bool = False) -> list:
+    """encode_batch's `texts` (or `text_pairs`, named by `name`) as a list, or a one-line TypeError. One str is a
+    batch of one; a list, a tuple, a 1-D array or another sized collection is taken in its order. Refused, as
+    Hugging Face's tokenizers refuse them (so that code moves between the two unchanged): a generator or another
+    iterator (pass list(...)), and a set, whose order, and so the order of the batch's rows, is arbitrary. A
+    mapping is refused too: its keys are no batch of texts (a BatchEncoding, say, is already tokenized)."""
+    if isinstance(texts, str):
+        return [texts]
+    expected = f"{name} must be {'None, ' if none_allowed else ''}a str or a list of str"
+    kind = type(texts).__name__
+    if texts is None:
+        raise TypeError(f"{expected}, got None")
+    if isinstance(texts, (bytes, bytearray)):
+        raise TypeError(f"{expected}, got {kind}: decode it to str first (e.g. .decode('utf-8'))")
+    if isinstance(texts, Iterator):
+        raise TypeError(f"{expected}, got a {kind}, which can be read only once and has no length: pass "
+                        f"list({name}) (Hugging Face's tokenizers refuse it too)")
+    if isinstance(texts, (set, frozenset)):
+        raise TypeError(f"{expected}, got a {kind}, which has no order for the batch's rows to follow: pass a "
+                        f"list (e.g. sorted({name}))")
+    if isinstance(texts, Mapping):
+        raise TypeError(f"{expected}, got a {kind}, a mapping: its keys are no batch of texts")
+    if not (isinstance(texts, Iterable) and isinstance(texts, Sized)):
+        raise TypeError(f"{expected}, got {kind}")
+    return list(texts)
 
 
 def longest_first(n_a: int, n_b: int, budget: int) -> tuple[int, int]:
