@@ -34,19 +34,24 @@ def cross_entropy_forward(logits, labels, ignore_index=IGNORE_INDEX):
     return float(loss), (probs, safe_labels, valid, count)
 
 
-def _cross_entropy_backward_block(probs, labels, row_scale, dlogits):
-    dlogits[...] = probs
+def _cross_entropy_backward_block(probs, labels, row_scale, dlogits, copy):
+    if copy:
+        dlogits[...] = probs
     dlogits[np.arange(len(labels)), labels] -= 1.0
     dlogits *= row_scale[:, None]
 
 
-def cross_entropy_backward(cache, dloss=1.0):
-    """d loss / d logits = (softmax - onehot) / count at valid positions, 0 elsewhere."""
+def cross_entropy_backward(cache, dloss=1.0, overwrite=False):
+    """d loss / d logits = (softmax - onehot) / count at valid positions, 0 elsewhere.
+
+    overwrite=True writes the gradient over the softmax kept in `cache` instead of into a new array (the cache is
+    then used up): the models' backward passes, which drop their cache afterwards, save one (N, C) array, for
+    the MLM head (M, V) the largest array of a small model's step. The same operations, the same numbers."""
     probs, labels, valid, count = cache
     row_scale = (valid * (dloss / max(count, 1))).astype(probs.dtype)  # (N,)
-    dlogits = np.empty_like(probs)  # (N, C)
-    for_row_blocks(lambda s: _cross_entropy_backward_block(probs[s], labels[s], row_scale[s], dlogits[s]),
-                   *probs.shape)
+    dlogits = probs if overwrite else np.empty_like(probs)  # (N, C)
+    for_row_blocks(lambda s: _cross_entropy_backward_block(probs[s], labels[s], row_scale[s], dlogits[s],
+                                                           not overwrite), *probs.shape)
     return dlogits
 
 

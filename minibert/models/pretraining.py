@@ -94,7 +94,7 @@ class _MaskedLMBase(Model):
         if d_logits is not None:  # checked before any gradient is accumulated
             d_logits = check_grad("d_logits", d_logits, (len(positions), self.config.vocab_size),
                                   " (the prediction logits: one row per labelled position)")
-        dlogits = cross_entropy_backward(c_ce, loss_scale)  # (M, V)
+        dlogits = cross_entropy_backward(c_ce, loss_scale, overwrite=True)  # (M, V), over the cached softmax
         if d_logits is not None:
             dlogits += d_logits
         dh = mlm_head_backward(dlogits, c_head, self.bert_view(self.params), self.bert_view(self.grads),

@@ -369,6 +369,12 @@ def _train(settings: PretrainSettings, resume_checkpoint: Path | None, run_dir: 
                                         labels=part["labels"],
                                         next_sentence_label=part["next_sentence_label"] if use_nsp else None,
                                         **sampling)
+                    sums += _step_sums(out, part, use_nsp, shares, settings.grad_accum,
+                                       model if comm.size > 1 else None)
+                    if distilling:  # its separate losses, weighted as its gradient (summed over the ranks below)
+                        for name, value in model.weighted_losses(out, shares)[1].items():
+                            step_parts[name] = step_parts.get(name, 0.0) + value / settings.grad_accum
+                    out = None  # (counted above) the (M, V) logits are not kept alive through the backward
                     if comm.size == 1:  # (every model's backward takes loss_scale)
                         model.backward(loss_scale=1.0 / settings.grad_accum)
                     else:
@@ -376,11 +382,6 @@ def _train(settings: PretrainSettings, resume_checkpoint: Path | None, run_dir: 
                         if distilling or electra:  # (their token-level losses: a mean over real tokens)
                             scales["token_scale"] = shares["tokens"]
                         model.backward(**{k: v / settings.grad_accum for k, v in scales.items()})
-                    sums += _step_sums(out, part, use_nsp, shares, settings.grad_accum,
-                                       model if comm.size > 1 else None)
-                    if distilling:  # its separate losses, weighted as its gradient (summed over the ranks below)
-                        for name, value in model.weighted_losses(out, shares)[1].items():
-                            step_parts[name] = step_parts.get(name, 0.0) + value / settings.grad_accum
                 sums[STEP_SUMS.index("over_budget")] = comm.is_root and (time.perf_counter() - t_loop
                                                                           > budget_seconds * BUDGET_OVERRUN)
                 names = sorted(model.part_names) if distilling else []  # (the same on every rank)

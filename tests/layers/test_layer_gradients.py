@@ -128,6 +128,15 @@ def test_cross_entropy_with_ignore_index():
     assert check_grad(f, logits, d) < TOL
 
 
+def test_cross_entropy_backward_can_write_over_its_cached_softmax():
+    logits, labels = randn(6, 5).astype(np.float32), np.array([1, -100, 4, 0, -100, 2])
+    expected = cross_entropy_backward(cross_entropy_forward(logits, labels)[1], 0.5)
+    _, cache = cross_entropy_forward(logits, labels)
+    d = cross_entropy_backward(cache, 0.5, overwrite=True)
+    assert d is cache[0]  # no second (N, C) array: the models' backward uses this for the MLM head's (M, V)
+    np.testing.assert_array_equal(d, expected)  # the same operations: the same bits
+
+
 @pytest.mark.parametrize("p_drop", [0.0, 0.2])
 def test_self_attention_with_padding(p_drop):
     cfg = small_config()

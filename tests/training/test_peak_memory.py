@@ -53,3 +53,33 @@ def test_proportional_peak_keeps_the_largest_sample(monkeypatch):
     monkeypatch.setattr(memory, "proportional_mb", lambda: next(readings))
     peak = memory.ProportionalPeak()
     assert [peak.sample() for _ in range(5)] == [None, 12.0, 30.0, 30.0, 30.0]
+
+
+def test_training_step_lets_go_of_the_logits_before_its_backward(tmp_path, monkeypatch):
+    # The MLM logits (M, V) are the largest array of a small model's step: the loop reads what it needs from
+    # them (loss, accuracy) before the backward, so they are freed before the backward's own (M, V) work.
+    import weakref
+
+    from minibert.models.pretraining import BertForPreTraining
+    from minibert.training.pretrain import pretrain
+    from pretrain_helpers import synthetic_documents, tiny_settings, write_corpus
+
+    monkeypatch.setenv("MINIBERT_CACHE", str(tmp_path / "cache"))
+    real_forward, real_backward = BertForPreTraining.forward, BertForPreTraining.backward
+    seen = {"logits": None, "alive_in_backward": []}
+
+    def forward(self, *args, **kwargs):
+        out = real_forward(self, *args, **kwargs)
+        if kwargs.get("labels") is not None and self.training:
+            seen["logits"] = weakref.ref(out.prediction_logits)
+        return out
+
+    def backward(self, *args, **kwargs):
+        seen["alive_in_backward"].append(seen["logits"]() is not None)
+        return real_backward(self, *args, **kwargs)
+
+    monkeypatch.setattr(BertForPreTraining, "forward", forward)
+    monkeypatch.setattr(BertForPreTraining, "backward", backward)
+    corpus = write_corpus(tmp_path / "animals.txt", synthetic_documents(60))
+    pretrain(tiny_settings(corpus, tmp_path / "runs", steps=3), log=lambda *a: None)
+    assert seen["alive_in_backward"] == [False, False, False]
