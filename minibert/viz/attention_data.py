@@ -51,13 +51,15 @@ def load_model_and_tokenizer(model_dir: str | Path, tokenizer_dir: str | Path | 
     if not model_dir.is_dir():
         raise FileNotFoundError(f"--model {model_dir}: no such model folder")
     tokenizer = WordPieceTokenizer.from_pretrained(tokenizer_dir or model_dir)
+    from minibert.config import BertConfig
+    vocab_size = BertConfig.from_json_file(model_dir).vocab_size  # checked before the weights load
+    if tokenizer.vocab_size != vocab_size:
+        raise ValueError(f"the tokenizer in {tokenizer_dir or model_dir} has {tokenizer.vocab_size} tokens but the "
+                         f"model's config.json says vocab_size={vocab_size}")
     with warnings.catch_warnings():
         # A pre-training checkpoint has MLM/NSP heads the encoder does not use: that is expected here.
         warnings.filterwarnings("ignore", message=".*not used by.*", category=CheckpointWarning)
         model = load_body(model_dir, add_pooling_layer=False)  # BERT or DistilBERT
-    if tokenizer.vocab_size != model.config.vocab_size:
-        raise ValueError(f"the tokenizer in {tokenizer_dir or model_dir} has {tokenizer.vocab_size} tokens but the "
-                         f"model's config.json says vocab_size={model.config.vocab_size}")
     return model, tokenizer
 
 
@@ -65,6 +67,8 @@ def encode_for_model(tokenizer, config, text: str, text_pair: str | None = None)
     """Encode, cutting the text to the model's maximum length; returns (encoding, note)."""
     if not text or not text.strip():
         raise ValueError("the text is empty: give a sentence to look at")
+    if text_pair is not None and not text_pair.strip():
+        raise ValueError("the --pair text is empty: give the second sentence, or leave --pair out")
     limit = min(config.max_tokens, getattr(tokenizer, "model_max_length", 10**9) or 10**9)
     full = tokenizer.encode(text, text_pair)
     if len(full.input_ids) <= limit:

@@ -85,7 +85,7 @@ def _draw_grid(result, out_path, layers, heads, dpi):
             continue
         layer, head = panels[k]
         r, c = divmod(k, cols)
-        ax.imshow(result.attentions[layer, head], cmap="viridis", vmin=0.0, vmax=1.0)
+        image = ax.imshow(result.attentions[layer, head], cmap="viridis", vmin=0.0, vmax=1.0)
         ax.set_xticks([])
         ax.set_yticks([])
         if full_table:
@@ -99,6 +99,8 @@ def _draw_grid(result, out_path, layers, heads, dpi):
             _set_token_ticks(ax, labels, "y", fontsize, max_labels=int(panel * 72 / 6))
         if k + cols >= len(panels):  # nothing below this panel
             _set_token_ticks(ax, labels, "x", fontsize, max_labels=int(panel * 72 / 6))
+    # one scale for every panel (0..1), so that a head spread evenly over T tokens (1/T each) reads as dark
+    fig.colorbar(image, ax=axes, label="attention weight", fraction=0.15 / cols, pad=0.02)
     fig.suptitle("attention: rows = query token, columns = key token" +
                  (f"  ({model_label(result.model_name)})" if result.model_name else ""), fontsize=12)
     save_figure(fig, out_path, dpi=dpi)

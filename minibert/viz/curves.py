@@ -1,6 +1,6 @@
 """Training curves from a run folder's metrics.jsonl: loss, held-out accuracy, learning rate, tokens/s.
 
-metrics.jsonl holds one JSON object per line, written by `minibert pretrain` (and `finetune`), e.g.
+metrics.jsonl holds one JSON object per line, written by `minibert pretrain` (and `distill`), e.g.
 
     {"step": 100, "split": "train", "loss": 7.12, "lr": 0.0005, "tokens_per_s": 51234, "elapsed": 12.3}
     {"step": 100, "split": "eval", "loss": 6.98, "mlm_acc": 0.081, "ppl": 1075.2, "nsp_acc": 0.55}
@@ -53,6 +53,14 @@ def find_metrics_file(run: str | Path) -> Path:
     if not path.exists():
         found = sorted(p.name for p in run.glob("*.jsonl"))
         hint = f" (it has {', '.join(found)})" if found else ""
+        above = next((p for p in run.resolve().parents[:3] if (p / "metrics.jsonl").is_file()), None)
+        if above is not None:  # a checkpoint folder inside a run
+            raise FileNotFoundError(f"{run}: no metrics.jsonl in this folder; the run folder {above} has one: "
+                                    f"minibert plot {above}")
+        if (run / "metrics.json").is_file():
+            raise FileNotFoundError(f"{run}: no metrics.jsonl in this folder, only metrics.json (the summary "
+                                    f"'minibert finetune' writes); minibert plot draws the step-by-step "
+                                    f"metrics.jsonl of 'minibert pretrain' and 'minibert distill' runs")
         raise FileNotFoundError(f"{run}: no metrics.jsonl in this folder{hint}; a run folder gets one when "
                                 f"training logs its first step")
     return path
@@ -61,24 +69,28 @@ def find_metrics_file(run: str | Path) -> Path:
 def read_metrics(run: str | Path) -> Metrics:
     path = find_metrics_file(run)
     metrics = Metrics(path)
-    with open(path, encoding="utf-8") as f:
-        for line_no, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError:
-                metrics.skipped_lines.append(line_no)
-                continue
-            if not isinstance(record, dict):
-                metrics.skipped_lines.append(line_no)
-                continue
-            record = {ALIASES.get(k, k): v for k, v in record.items()}
-            split = str(record.get("split", "train")).lower()
-            rows = metrics.held_out if split in HELD_OUT_SPLITS else metrics.train
-            if not isinstance(record.get("step"), (int, float)):
-                record["step"] = len(rows)  # no step logged: number the records
-            rows.append(record)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{path}: not a metrics.jsonl file: not UTF-8 text ({e.reason} at byte {e.start}); "
+                         f"expected one JSON object per line") from None
+    for line_no, line in enumerate(text.split("\n"), start=1):  # \n only: JSON strings may hold other breaks
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            metrics.skipped_lines.append(line_no)
+            continue
+        if not isinstance(record, dict):
+            metrics.skipped_lines.append(line_no)
+            continue
+        record = {ALIASES.get(k, k): v for k, v in record.items()}
+        split = str(record.get("split", "train")).lower()
+        rows = metrics.held_out if split in HELD_OUT_SPLITS else metrics.train
+        if not isinstance(record.get("step"), (int, float)):
+            record["step"] = len(rows)  # no step logged: number the records
+        rows.append(record)
     if not metrics.train and not metrics.held_out:
         raise ValueError(f"{path}: no metric records (expected one JSON object per line, e.g. "
                          f'{{"step": 1, "split": "train", "loss": 7.1}})')
