@@ -15,7 +15,8 @@ LETTER_MEANINGS = {
     "F": "feed-forward size",
     "V": "vocabulary size",
     "P": "max positions",
-    "E": "embedding size (ALBERT)",
+    "E": "embedding size (when not H: ALBERT, an ELECTRA generator)",
+    "C": "classes",
 }
 
 

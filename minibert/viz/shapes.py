@@ -13,6 +13,8 @@ from __future__ import annotations
 import contextlib
 import functools
 import inspect
+import os
+import re
 import sys
 from dataclasses import dataclass, field
 
@@ -36,9 +38,12 @@ DESCRIPTIONS = {
     "pooler_forward": "dense + tanh on the [CLS] token",
     "mlm_head_forward": "dense, act, LayerNorm, decoder to V",
     "nsp_head_forward": "is-next / not-next logits",
+    "rtd_head_forward": "dense, act, dense to one logit per token: replaced or not",
 }
-STAGES = ("embedding_forward", "encoder_layer_forward", "pooler_forward", "mlm_head_forward", "nsp_head_forward")
+STAGES = ("embedding_forward", "encoder_layer_forward", "pooler_forward", "mlm_head_forward", "nsp_head_forward",
+          "rtd_head_forward")
 SKIPPED = ("dropout_forward",)  # identity in eval mode: nothing to see
+LAYER_ROW = re.compile(r"^(encoder|transformer)\.layer\.\d+$")
 
 
 @dataclass
@@ -139,7 +144,8 @@ def trace_forward(model, batch_size=3, seq_len=10, seed=0) -> Journey:
     rng = np.random.default_rng(seed)
     input_ids = rng.integers(0, cfg.vocab_size, size=(batch_size, seq_len))  # (B, T)
     token_type_ids = np.zeros((batch_size, seq_len), dtype=np.int64)  # (B, T)
-    if model.config.type_vocab_size > 1:  # (RoBERTa has one token type)
+    has_token_types = getattr(cfg, "has_token_types", True)  # DistilBERT has none
+    if cfg.type_vocab_size > 1:  # (RoBERTa has one token type)
         token_type_ids[:, seq_len // 2:] = 1  # a sentence pair: second half is segment B
     attention_mask = np.ones((batch_size, seq_len), dtype=np.int64)  # (B, T)
     if batch_size > 1 and seq_len > 2:
@@ -148,12 +154,18 @@ def trace_forward(model, batch_size=3, seq_len=10, seed=0) -> Journey:
     model.eval()
     try:
         with recording_layer_calls(model.params) as root:
-            out = model.forward(input_ids, token_type_ids=token_type_ids, attention_mask=attention_mask)
+            out = model.forward(input_ids, token_type_ids=token_type_ids if has_token_types else None,
+                                attention_mask=attention_mask)
     finally:
         model.train(was_training)
-    outputs = {k: v.shape for k, v in out.items() if isinstance(v, np.ndarray)}
+    outputs = {}
+    for k, v in out.items():  # an output under two names (DistilBERT's logits = prediction_logits) is shown once
+        if isinstance(v, np.ndarray) and not any(v is out[o] for o in outputs):
+            outputs[k] = v.shape
     inputs = {"input_ids": input_ids.shape, "token_type_ids": token_type_ids.shape,
               "attention_mask": attention_mask.shape}
+    if not has_token_types:
+        del inputs["token_type_ids"]
     return Journey(root, inputs, outputs, batch_size, seq_len)
 
 
@@ -188,6 +200,19 @@ class Row:
     fold_key: tuple = ()  # encoder layers with equal keys are printed once
 
 
+def _stage_where(table, section: str, layer) -> str:
+    """The name a stage's row shows: "encoder.layer.0", "cls.predictions", DistilBERT's "vocab_*", ..."""
+    if section == "layer":
+        return f"{table.layer_prefix}{layer}"
+    heads = table.heads.get(section) or []
+    if len(heads) == 1:
+        return heads[0]
+    common = os.path.commonprefix(heads).rstrip("._")
+    if common:
+        return common + "_*"
+    return {"embeddings": "embeddings", "pooler": "pooler"}.get(section, ", ".join(heads) or section)
+
+
 def journey_rows(journey: Journey, model) -> list[Row]:
     """The table's rows: inputs, then every recorded call in order (stages at depth 1), then the outputs."""
     from minibert.viz.params_table import build_parameter_table
@@ -208,9 +233,11 @@ def journey_rows(journey: Journey, model) -> list[Row]:
                     layer_calls.append(layer)
                     if model.config.shared_layers and len(layer_calls) > 1:  # ALBERT: layer 0's weights again
                         layer, params = len(layer_calls) - 1, 0
-                where = {"embeddings": "embeddings", "pooler": "pooler", "mlm": "cls.predictions",
-                         "nsp": "cls.seq_relationship", "layer": f"encoder.layer.{layer}"}.get(sec, sec)
-                stage = Row(depth, where, DESCRIPTIONS.get(child.function, child.function),
+                where = _stage_where(table, sec, layer)
+                what = DESCRIPTIONS.get(child.function, child.function)
+                if child.function == "embedding_forward" and not getattr(model.config, "has_token_types", True):
+                    what = "word + position embeddings, LayerNorm"  # DistilBERT: no token types
+                stage = Row(depth, where, what,
                             child.outputs[0] if child.outputs else None, params)
                 rows.append(stage)
                 start = len(rows)
@@ -219,8 +246,10 @@ def journey_rows(journey: Journey, model) -> list[Row]:
                     walk(child, depth + 1, sec)
                 stage.fold_key = (child.function, sec, tuple((r.depth, r.where, r.shape) for r in rows[start:]))
                 continue
-            # a call between the stages (ALBERT's projection, pre-LN's final LayerNorm) owns "other" parameters
-            before, after = _call_rows(child, depth, base, shapes, section or "other")
+            # a call between the stages (ALBERT's projection, pre-LN's final LayerNorm, a classifier's layers)
+            # owns the parameters of its own section
+            own_section = section or _stage_section(child, base)[0]
+            before, after = _call_rows(child, depth, base, shapes, own_section)
             rows.extend(before)
             walk(child, depth + 1, section)
             rows.extend(after)
@@ -245,8 +274,9 @@ def _call_rows(call: Call, depth: int, base: str, shapes: dict, section) -> tupl
             for stage_prefix in ("cls.predictions.", "pooler.", "embeddings."):
                 where = where.removeprefix(stage_prefix)
     note = ""
-    if borrowed and section == "mlm":
-        where = "decoder"
+    if borrowed and section == "mlm":  # the decoder: its bias is the head's, its matrix the word embeddings
+        rest = split_param_name(own[0], base)[2] if own else "decoder.bias"
+        where = rest.rsplit(".", 1)[0]  # "decoder", DistilBERT's "vocab_projector", ...
         note = f"= {_short(borrowed[0], base).split('.')[-1]} (tied)"
     params = sum(int(np.prod(shapes[n])) for n in own) if call.param_names else None
     weight = shapes[call.param_names[0]] if call.function == "linear_forward" and call.param_names else None
@@ -269,7 +299,7 @@ def fold_layers(rows: list[Row]) -> list[Row]:
     out, i = [], 0
     while i < len(rows):
         row = rows[i]
-        if row.depth == 1 and row.where.startswith("encoder.layer."):
+        if row.depth == 1 and LAYER_ROW.match(row.where):
             j = i + 1
             while j < len(rows) and rows[j].depth > 1:
                 j += 1
@@ -283,7 +313,8 @@ def fold_layers(rows: list[Row]) -> list[Row]:
             if same:
                 first, last = same[0].where.rsplit(".", 1)[1], same[-1].where.rsplit(".", 1)[1]
                 span = first if first == last else f"{first}-{last}"
-                out.append(Row(1, f"encoder.layer.{span}", f"{len(same)} more layer(s), the same shapes as "
+                prefix = row.where.rsplit(".", 1)[0]
+                out.append(Row(1, f"{prefix}.{span}", f"{len(same)} more layer(s), the same shapes as "
                                f"{row.where}", same[-1].shape, sum(r.params or 0 for r in same)))
             i = j
             continue
@@ -295,6 +326,8 @@ def fold_layers(rows: list[Row]) -> list[Row]:
 def format_journey(journey: Journey, model, title: str, all_layers: bool = False) -> str:
     cfg = model.config
     letters = model_letters(cfg, journey.batch_size, journey.seq_len)
+    if getattr(model, "num_labels", None):  # a classifier or tagger: C classes
+        letters["C"] = model.num_labels
     letters_bt = dict(letters)
     letters_bt["B·T"] = journey.batch_size * journey.seq_len  # the MLM head sees all tokens flattened
     rows = journey_rows(journey, model)
