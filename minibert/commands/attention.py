@@ -18,7 +18,8 @@ def add_arguments(parser):
     parser.add_argument("--model", required=True, metavar="DIR",
                         help="a model folder (config.json + model.safetensors + vocab.txt), a pre-training run "
                              "folder (its latest checkpoint), or 'minilm' (the built-in all-MiniLM-L6-v2)")
-    parser.add_argument("--tokenizer", default=None, metavar="DIR", help="tokenizer folder (default: --model)")
+    parser.add_argument("--tokenizer", default=None, metavar="DIR",
+                        help="tokenizer folder, run folder or 'minilm' (default: the model's own)")
     parser.add_argument("--layer", type=int, default=None, help="only this layer (default: all)")
     parser.add_argument("--head", type=int, default=None, help="only this head (default: all)")
     parser.add_argument("--out", default=None, help="PNG to write (default attention.png when --html is not given)")
@@ -36,8 +37,13 @@ def run(args) -> int:
     for option, path in (("--out", out), ("--html", html_out)):
         if path is not None:
             check_output_file(path, option)
-    from minibert.viz.model_select import resolve_model_folder
+    if not args.text.strip():
+        raise ValueError("the text is empty: give a sentence to look at")
+    if args.pair is not None and not args.pair.strip():
+        raise ValueError("the --pair text is empty: give the second sentence, or leave --pair out")
+    from minibert.viz.model_select import resolve_model_folder, resolve_tokenizer_folder
     model_dir = resolve_model_folder(args.model)
+    tokenizer_dir = resolve_tokenizer_folder(args.tokenizer) if args.tokenizer else None
 
     from minibert.config import BertConfig
     from minibert.viz.attention_data import check_layer_head, compute_attention, load_model_and_tokenizer
@@ -46,7 +52,7 @@ def run(args) -> int:
     if out is not None:
         from minibert.viz.mpl import require_matplotlib
         require_matplotlib()  # before the model loads; cli.main turns its ImportError into one line
-    model, tokenizer = load_model_and_tokenizer(model_dir, args.tokenizer)
+    model, tokenizer = load_model_and_tokenizer(model_dir, tokenizer_dir)
     result = compute_attention(model, tokenizer, args.text, args.pair)
     if result.note:
         print(f"note: {result.note}", file=sys.stderr)

@@ -17,8 +17,8 @@ import numpy as np
 def add_arguments(parser):
     parser.add_argument("texts", nargs="*", metavar="TEXT", help="texts to embed (or use --input)")
     parser.add_argument("--model", default="minilm",
-                        help="checkpoint folder (config.json, model.safetensors, vocab.txt), or 'minilm' for the "
-                             "built-in all-MiniLM-L6-v2 (default)")
+                        help="checkpoint folder (config.json, model.safetensors, vocab.txt), a pre-training run "
+                             "folder (its latest checkpoint), or 'minilm' for the built-in all-MiniLM-L6-v2 (default)")
     parser.add_argument("--input", metavar="FILE",
                         help="text file with one text per line ('-' for standard input); every line gives a row")
     parser.add_argument("--out", metavar="FILE.npy",
@@ -38,12 +38,32 @@ def read_texts(args) -> list[str]:
         raise ValueError("give texts on the command line or --input FILE, not both")
     if args.input:
         if args.input == "-":
-            return sys.stdin.read().splitlines()
-        from minibert.io.atomic import read_text_file
-        return read_text_file(args.input, "--input").splitlines()
+            lines = sys.stdin.read().splitlines()
+        else:
+            from minibert.io.atomic import read_text_file
+            lines = read_text_file(args.input, "--input").splitlines()
+        if not lines:
+            raise ValueError(f"--input {args.input}: " + ("standard input" if args.input == "-" else "the file") +
+                             " is empty: nothing to embed (every line, empty lines too, gives a row)")
+        return lines
     if not args.texts:
         raise ValueError("nothing to embed: give one or more texts, or --input FILE")
     return list(args.texts)
+
+
+def truncation_note(encoder, texts: list[str], names=None) -> str | None:
+    """A note for the texts longer than the encoder reads (they are cut to its max_length), or None."""
+    limit = encoder.max_length
+    lengths = [len(encoder.tokenizer.encode(t).input_ids) for t in texts]
+    long = [i for i, n in enumerate(lengths) if n > limit]
+    if not long:
+        return None
+    if names is not None:
+        which = " and ".join(f"{names[i]} has {lengths[i]:,} tokens" for i in long)
+        return (f"note: {which}, more than the model reads ({limit}, --max-length): only the first {limit} "
+                f"count")
+    return (f"note: {len(long)} of {len(texts)} texts {'is' if len(long) == 1 else 'are'} longer than the model "
+            f"reads ({limit} tokens, --max-length; the longest has {max(lengths):,}): only the first {limit} count")
 
 
 def check_max_length(args) -> None:
@@ -74,6 +94,9 @@ def run(args) -> int:
     texts = read_texts(args)
     check_max_length(args)
     encoder = SentenceEncoder.from_pretrained(args.model, max_length=args.max_length, normalize=args.normalize)
+    note = truncation_note(encoder, texts)
+    if note:
+        print(note, file=sys.stderr)
     embeddings = encoder.encode(texts, batch_size=args.batch_size, progress=len(texts) > 4 * args.batch_size,
                                 workers=args.workers)
 
@@ -81,7 +104,8 @@ def run(args) -> int:
         with atomic_path(args.out) as tmp:
             with open(tmp, "wb") as f:
                 np.save(f, embeddings, allow_pickle=False)
-        print(f"wrote {embeddings.shape[0]} embeddings of dimension {embeddings.shape[1]} to {args.out}",
+        n = embeddings.shape[0]
+        print(f"wrote {n} embedding{'s' if n != 1 else ''} of dimension {embeddings.shape[1]} to {args.out}",
               file=sys.stderr)
         return 0
     result = {

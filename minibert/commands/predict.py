@@ -107,6 +107,25 @@ def checked_max_length(args, config, default: int, minimum: int) -> int:
     return max_length
 
 
+def _option_format(file_format, option: str, path: str) -> str:
+    """The file format of an --input/--output path; an unknown extension is an error naming the option."""
+    try:
+        return file_format(Path(path))
+    except ValueError as e:
+        message = str(e)
+        raise ValueError(message if message.startswith(option) else f"{option} {message}") from None
+
+
+def _check_input(path: str) -> None:
+    """--input names an existing file of a known kind (else one line naming --input), before any model loads."""
+    from minibert.finetune.data import file_format
+    p = Path(path)
+    if not p.is_file():
+        raise FileNotFoundError(f"--input {path}: " + ("is a folder; expected a .csv, .tsv or .jsonl file"
+                                                       if p.is_dir() else "no such file"))
+    _option_format(file_format, "--input", path)
+
+
 HEADS = {"sequence": "text classifier", "tokens": "word tagger", "qa": "question answering model"}
 
 
@@ -155,8 +174,15 @@ def run(args) -> int:
         if args.label_column or args.text_pair_column:
             raise ValueError("--label-column and --text-pair-column are for text classifiers; score a tagger with "
                              "'minibert finetune --task-type tokens --eval FILE'")
-        if args.output and file_format(Path(args.output)) != "jsonl":
-            raise ValueError(f"--output {args.output}: a tagger writes JSONL (one object per text); use .jsonl")
+        if args.output:
+            try:
+                fmt = file_format(Path(args.output))
+            except ValueError:
+                fmt = None
+            if fmt != "jsonl":
+                raise ValueError(f"--output {args.output}: a tagger writes JSONL (one object per text); use .jsonl")
+        if args.input:
+            _check_input(args.input)
         texts = load_examples(args.input, args.text_column).texts if args.input else list(args.texts)
         checkpoint, tokenizer_dir = resolve_model(args.model)
         from minibert.commands.predict_tokens import run_tag
@@ -168,15 +194,18 @@ def run(args) -> int:
     if args.batch_size < 1:
         raise ValueError(f"--batch-size must be at least 1, got {args.batch_size}")
     if args.output:
-        file_format(Path(args.output))  # an unknown extension fails now, not after the work
+        _option_format(file_format, "--output", args.output)  # an unknown extension fails now, not after the work
     if args.input:
+        _check_input(args.input)
         examples = load_examples(args.input, args.text_column, args.label_column, args.text_pair_column)
     else:
         if args.label_column or args.text_pair_column:
             raise ValueError("--label-column and --text-pair-column need --input FILE")
         examples = Examples(list(args.texts), source="arguments")
     checkpoint, tokenizer_dir = resolve_model(args.model)
-    max_length = checked_max_length(args, BertConfig.from_json_file(checkpoint), default=128, minimum=1)
+    # [CLS] text [SEP] (and pair [SEP]): fewer tokens than that leave no room for the text
+    max_length = checked_max_length(args, BertConfig.from_json_file(checkpoint), default=128,
+                                    minimum=3 if examples.text_pairs is not None else 2)
     model = load_classifier(checkpoint, log=lambda m: print(m, file=sys.stderr))
     label_names = [model.id2label[i] for i in range(model.num_labels)]
     if examples.labels is not None:

@@ -29,6 +29,9 @@ def run_answer(args) -> int:
     if (args.context is None) == (args.context_file is None):
         raise ValueError("give the context with --context TEXT or --context-file FILE (one of the two)")
     context = args.context if args.context is not None else read_text_file(args.context_file, "--context-file")
+    if not context.strip():
+        where = f"--context-file {args.context_file}" if args.context is None else "--context"
+        raise ValueError(f"{where}: the context is empty: give the text that holds the answer")
     for name, value in (("--max-answer-length", args.max_answer_length), ("--top-k", args.top_k)):
         if value < 1:
             raise ValueError(f"{name} must be at least 1, got {value}")

@@ -20,6 +20,14 @@ def run_tag(args, checkpoint, tokenizer_dir, texts: list[str]) -> int:
     tokenizer = load_tokenizer(tokenizer_dir)
     records = tag_texts(model, tokenizer, texts, max_length, args.batch_size,
                         progress=not args.no_progress and len(texts) > args.batch_size, workers=args.workers)
+    # Words past --max-length tokens get no token, so no tag: say so, rather than print a shorter text silently.
+    cut = [(i, r["words"][-1]["end"] if r["words"] else 0) for i, r in enumerate(records)]
+    cut = [(i, end) for i, end in cut if records[i]["text"][end:].strip()]
+    if cut:
+        which = ", ".join(f"text {i + 1} after character {end}" for i, end in cut[:5])
+        which += " ..." if len(cut) > 5 else ""
+        print(f"note: {len(cut)} text{'s are' if len(cut) > 1 else ' is'} longer than --max-length {max_length} "
+              f"tokens: the words past it are not tagged ({which})", file=sys.stderr)
     if args.output:
         atomic_write_text(args.output, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
         print(f"wrote {len(records)} tagged texts to {args.output}", file=sys.stderr)

@@ -12,7 +12,8 @@ def add_arguments(parser):
         "Print the pieces and ids a tokenizer gives a text: [CLS] text [SEP] (or [CLS] text [SEP] pair [SEP]). "
         "'##' marks a piece that continues the word before it.")
     parser.add_argument("--tokenizer", required=True, metavar="DIR",
-                        help="a folder with vocab.txt (+ tokenizer_config.json), e.g. a BERT checkpoint")
+                        help="a folder with vocab.txt (+ tokenizer_config.json), e.g. a BERT checkpoint; a vocab.txt "
+                             "file; a pre-training run folder; or 'minilm' (the built-in all-MiniLM-L6-v2)")
     parser.add_argument("text", help="the text to tokenize ('-' reads it from standard input)")
     parser.add_argument("--pair", default=None, metavar="TEXT", help="a second text (segment B)")
     parser.add_argument("--max-length", type=int, default=None,
@@ -25,8 +26,15 @@ def add_arguments(parser):
 def run(args) -> int:
     from minibert.tokenizer import WordPieceTokenizer
 
+    from minibert.viz.model_select import resolve_tokenizer_folder
+    tok = WordPieceTokenizer.from_pretrained(resolve_tokenizer_folder(args.tokenizer))  # before stdin is read
+    if args.max_length is not None:
+        specials = 0 if args.no_special_tokens else (3 if args.pair is not None else 2)
+        if args.max_length < max(1, specials):
+            raise ValueError(f"--max-length {args.max_length} is too small: " +
+                             (f"[CLS] and [SEP] take {specials} tokens, so at least {specials}" if specials else
+                              "at least 1"))
     text = sys.stdin.read() if args.text == "-" else args.text
-    tok = WordPieceTokenizer.from_pretrained(args.tokenizer)
     enc = tok.encode(text, args.pair, max_length=args.max_length, truncation=args.max_length is not None,
                      add_special_tokens=not args.no_special_tokens)
     if args.json:
@@ -52,5 +60,5 @@ def run(args) -> int:
         start = end
         if start < len(widths):
             print()
-    print(f"{len(enc)} tokens")
+    print(f"{len(enc)} token{'s' if len(enc) != 1 else ''}")
     return 0
