@@ -142,6 +142,10 @@ def start_or_resume(args, given: dict, settings_class, train, report) -> int:
     resolved = None
     if not_yet_a_rank():  # the settings are checked once, here, before any rank starts
         resolved = _settings(args, given, settings_class)
+        if resolved[2] is not None:  # --resume of a run another process is training: said now, not after the
+            # data is prepared (only here: ranks checking at once would see each other; rank 0 then holds it)
+            from minibert.training.run_dir import check_not_being_trained
+            check_not_being_trained(resolved[2])
         start_ranks(args, resolved[0].batch_size)
 
     def body(comm) -> int:

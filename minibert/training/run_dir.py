@@ -72,6 +72,18 @@ def hold_run_dir(run: Path) -> None:
     _held[key] = f
 
 
+def check_not_being_trained(run: Path) -> None:
+    """Refuse `run` at once if another live process is training it (holds its lock), without holding it: the
+    early check of --resume, before any data is prepared; the training then takes the lock itself."""
+    key = str(Path(run).resolve())
+    if key in _held:
+        return
+    hold_run_dir(run)  # (raises if another process holds it)
+    held = _held.pop(key, None)
+    if held is not None:
+        held.close()
+
+
 def release_run_dirs() -> None:
     """Let other processes start or resume the runs this process held (the end of a `pretrain` call)."""
     while _held:

@@ -94,6 +94,26 @@ def test_a_checkpointless_run_that_is_still_going_is_not_replaced(tmp):
     assert not (run / "settings.json").exists()
 
 
+def test_resuming_a_run_another_process_trains_is_refused_before_the_data(tmp, capsys):
+    corpus = write_corpus(tmp / "c.txt", synthetic_documents(40))
+    assert main(["pretrain", "--corpus", str(corpus), *FAST, "--runs-dir", str(tmp / "runs"), "--name", "r"]) == 0
+    run = tmp / "runs" / "r"
+    corpus.unlink()  # preparing the data would now fail: the lock must be found before that
+    holder = subprocess.Popen([sys.executable, "-c", "import fcntl, sys, time; f = open(sys.argv[1], 'a'); "
+                               "fcntl.flock(f, fcntl.LOCK_EX); print('held', flush=True); time.sleep(60)",
+                               str(run / ".lock")], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        capsys.readouterr()
+        one_error(capsys, main(["pretrain", "--resume", str(run), "--procs", "1"]),
+                  "is being trained by another process")
+    finally:
+        holder.kill()
+        holder.wait()
+    from minibert.training.run_dir import _held
+    assert _held == {}  # the check holds nothing afterwards
+
+
 LOCK_HOLDER = ("import fcntl, sys; f = open(sys.argv[1], 'a'); fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB); "
                "print('free')")
 
