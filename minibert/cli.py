@@ -61,7 +61,15 @@ def main(argv: list[str] | None = None) -> int:
         from minibert.layers.activations import numba_gelu_loop, numba_setting
         if numba_setting() == "on":  # a bad MINIBERT_NUMBA, or =1 without a working numba, fails before any work
             numba_gelu_loop()
-        return int(module.run(args) or 0)
+        code = int(module.run(args) or 0)
+        sys.stdout.flush()  # (here, so that a closed pipe is met below and not at exit)
+        return code
+    except BrokenPipeError:
+        # The reader of our output stopped reading (`minibert params | head`): not an error to report. What is left
+        # in the buffer goes nowhere, and the status is a shell's for a process ended by SIGPIPE.
+        import os
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
     except (ValueError, FileNotFoundError, FileExistsError, NotADirectoryError, IsADirectoryError, PermissionError,
             ImportError) as e:
         # Bad input, a path that cannot be written, or a missing optional package: one clear line, no traceback

@@ -140,12 +140,15 @@ def latest_checkpoint(run: str | Path) -> Path | None:
 
 
 def resolve_model_dir(path: str | Path) -> Path:
-    """A model folder from a run folder (its latest checkpoint) or a checkpoint/Hugging Face folder (itself)."""
+    """A model folder from a run folder or its checkpoints/ folder (the latest checkpoint), or a checkpoint/Hugging
+    Face folder (itself)."""
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"{path}: no such run or model folder")
     if (path / "config.json").exists():
         return path
+    if path.name == CHECKPOINTS and not (path / CHECKPOINTS).is_dir():  # RUN/checkpoints: the run's latest
+        path = path.parent
     if (path / CHECKPOINTS).is_dir():
         latest = latest_checkpoint(path)
         if latest is None:

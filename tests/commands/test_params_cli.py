@@ -68,3 +68,18 @@ def test_bad_config(capsys):
     assert main(["params", "--config", "huge"]) == 2
     err = capsys.readouterr().err
     assert "--config 'huge' is neither a preset" in err and "mini" in err
+
+
+def test_output_into_a_closed_pipe_ends_quietly_with_sigpipes_status():
+    # `minibert params | head -1`: the reader goes away; a traceback there would be noise, not an error of ours.
+    import os
+    import subprocess
+    import sys
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # nobody reads: every write fails (EPIPE)
+    try:
+        done = subprocess.run([sys.executable, "-m", "minibert", "params", "--config", "tiny"], stdout=write_end,
+                              stderr=subprocess.PIPE, text=True, timeout=120)
+    finally:
+        os.close(write_end)
+    assert done.returncode == 141 and done.stderr == ""

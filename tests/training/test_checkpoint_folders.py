@@ -30,6 +30,7 @@ def test_save_prune_and_latest(tmp_path, parts):
     assert names == ["latest", "step-000020", "step-000030"]  # pruned, no temporary folders left
     assert latest_checkpoint(run).name == "step-000030" and resolve_model_dir(run).name == "step-000030"
     assert resolve_model_dir(run / "checkpoints" / "step-000020").name == "step-000020"
+    assert resolve_model_dir(run / "checkpoints").name == "step-000030"  # the run's checkpoints folder: its latest
     state, optimizer = load_training_state(run / "checkpoints" / "step-000030")
     assert state == {"step": 30} and set(optimizer) == set(opt.state_dict())
     with pytest.raises(FileExistsError, match="already holds a run"):
