@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -28,15 +29,40 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     if path.is_dir():  # os.replace would fail only after the writer's work, with the temp file's name
         raise IsADirectoryError(f"{path}: is a folder; expected a file name")
     path.parent.mkdir(parents=True, exist_ok=True)
-    # A fresh name that nobody else uses; not created here, so the writer makes it with normal permissions.
-    tmp = path.parent / f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
+    tmp = path.parent / f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"  # a name nobody else uses
     try:
         yield tmp
+        _default_permissions(tmp)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             tmp.unlink()
         raise
+
+
+def _default_permissions(path: Path) -> None:
+    """Give a written file the permissions a plain open() would (0o666 less the umask): some writers make theirs
+    private (safetensors 0.8 writes 0o600), and a model in a shared runs folder must be as readable as its
+    config.json next to it."""
+    if not path.is_file():
+        return
+    wanted = 0o666 & ~_umask()
+    if stat.S_IMODE(path.stat().st_mode) != wanted:
+        os.chmod(path, wanted)
+
+
+def _umask() -> int:
+    """The process's umask, read without changing it (Linux: /proc; elsewhere set and put back at once)."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:

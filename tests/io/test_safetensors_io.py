@@ -120,3 +120,20 @@ def test_extra_bytes_and_non_json(tmp_path):
     path.write_bytes(struct.pack("<Q", 4) + b"nope")
     with pytest.raises(ValueError, match="not valid JSON"):
         read_safetensors_header(path)
+
+
+def test_saved_weights_get_the_same_permissions_as_any_other_file(tmp_path):
+    # safetensors 0.8 writes its files 0o600: a model in a shared runs folder would be unreadable to others
+    # while its config.json beside it is readable. Written files get what open() gives (0o666 less the umask).
+    import os
+    import stat
+
+    from minibert.io.safetensors_io import save_safetensors
+    old = os.umask(0o022)
+    try:
+        save_safetensors({"w": np.zeros((2, 3), dtype=np.float32)}, tmp_path / "model.safetensors")
+        (tmp_path / "plain.txt").write_text("x")
+    finally:
+        os.umask(old)
+    mode = stat.S_IMODE((tmp_path / "model.safetensors").stat().st_mode)
+    assert mode == stat.S_IMODE((tmp_path / "plain.txt").stat().st_mode) == 0o644
