@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import errno
+import json
 import shutil
 import time
 from pathlib import Path
@@ -47,6 +48,9 @@ def check_new_run_dir(runs_dir: str | Path, name: str | None = None) -> None:
 
 
 _held = {}  # run folder (resolved) -> its open lock file, while this process trains it
+# How long a held lock is waited for before the run counts as taken: the processes of a job that was just killed
+# (mpiexec after MPI_Abort) may still hold it for a moment after the launcher has returned.
+LOCK_GRACE_SECONDS = 3.0
 
 
 def hold_run_dir(run: Path) -> None:
@@ -61,14 +65,20 @@ def hold_run_dir(run: Path) -> None:
     if key in _held:
         return
     f = open(run / ".lock", "a")
-    try:
-        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError as e:
-        f.close()
-        if e.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
-            raise FileExistsError(f"run folder {run} is being trained by another process right now; let it finish, "
-                                  f"or pick another --name") from None
-        return  # (ENOSYS, ENOLCK: no locking here)
+    give_up = time.monotonic() + LOCK_GRACE_SECONDS
+    while True:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            break
+        except OSError as e:
+            if e.errno in (errno.EWOULDBLOCK, errno.EAGAIN) and time.monotonic() < give_up:
+                time.sleep(0.1)  # a process that is ending (a job just killed) lets go of it in a moment
+                continue
+            f.close()
+            if e.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
+                raise FileExistsError(f"run folder {run} is being trained by another process right now; let it "
+                                      f"finish, or pick another --name") from None
+            return  # (ENOSYS, ENOLCK: no locking here)
     _held[key] = f
 
 
@@ -156,3 +166,26 @@ def resolve_model_dir(path: str | Path) -> Path:
         return latest
     raise FileNotFoundError(f"{path} is neither a model folder (config.json + model.safetensors) nor a run folder "
                             f"(with {CHECKPOINTS}/)")
+
+
+def finished_run(run_dir: Path, checkpoint: Path) -> dict | None:
+    """The saved summary of a run that already did all its steps (its latest checkpoint, `checkpoint`, is at its
+    plan's last step and its summary.json is written), or None: there is something to resume. (A run whose last
+    checkpoint was written but not its summary, say a crash while plotting, resumes to write its end.)"""
+    from minibert.training.checkpointing import read_training_state
+    state = read_training_state(checkpoint)
+    total = (state.get("plan") or {}).get("total_steps")
+    if not isinstance(total, int) or state.get("step", 0) < total:
+        return None
+    try:
+        summary = json.loads((Path(run_dir) / "summary.json").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    return summary if isinstance(summary, dict) and summary.get("steps") == state["step"] else None
+
+
+def nothing_to_resume(run_dir: Path, summary: dict) -> str:
+    """The one line `--resume` of a finished run says (`summary`: what finished_run returned)."""
+    run_dir = Path(run_dir).resolve()
+    return (f"run {run_dir} already finished its {summary['steps']:,} steps; nothing to resume (its numbers: "
+            f"{run_dir / 'summary.json'})")

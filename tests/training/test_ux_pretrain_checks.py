@@ -114,6 +114,25 @@ def test_resuming_a_run_another_process_trains_is_refused_before_the_data(tmp, c
     assert _held == {}  # the check holds nothing afterwards
 
 
+def test_a_lock_let_go_within_moments_is_waited_for(tmp):
+    # A job just killed (mpiexec after MPI_Abort) may hold its run's lock a moment after its launcher returned:
+    # resuming it at once must not be refused as "being trained by another process".
+    from minibert.training import run_dir
+    run = tmp / "runs" / "r"
+    run.mkdir(parents=True)
+    holder = subprocess.Popen([sys.executable, "-c", "import fcntl, sys, time; f = open(sys.argv[1], 'a'); "
+                               "fcntl.flock(f, fcntl.LOCK_EX); print('held', flush=True); time.sleep(1.0)",
+                               str(run / ".lock")], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        run_dir.hold_run_dir(run)  # waits for the holder to end (1 s), well inside the grace period
+        assert str(run.resolve()) in run_dir._held
+    finally:
+        run_dir.release_run_dirs()
+        holder.kill()
+        holder.wait()
+
+
 LOCK_HOLDER = ("import fcntl, sys; f = open(sys.argv[1], 'a'); fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB); "
                "print('free')")
 
