@@ -2,7 +2,11 @@
 
 Conventions are scikit-learn's: rows of the confusion matrix are the true classes, columns the predicted ones;
 a precision or recall whose denominator is zero (a class never predicted, or absent from the data) counts as 0;
-macro-F1 is the plain mean of the per-class F1 over all classes the model knows.
+macro-F1 is the plain mean of the per-class F1 over the classes that occur in the truth or in the predictions
+(`sklearn.metrics.f1_score(y_true, y_pred, average="macro")`, whose labels are the union of both). A class the
+model knows but that neither occurs nor is predicted (say a test file of positive reviews only) is listed in
+the per-class table with support 0, and left out of the macro-F1: nothing about it was measured, and counting
+it as F1 = 0 would mark a perfect prediction down (20 positive reviews, all right: macro-F1 1, not 1/3).
 """
 
 from __future__ import annotations
@@ -36,13 +40,20 @@ def classification_metrics(y_true, y_pred, label_names: list[str]) -> dict:
     total = int(cm.sum())
     return {
         "accuracy": float(tp.sum() / total) if total else 0.0,
-        "macro_f1": float(f1.mean()),
+        "macro_f1": macro_f1(f1, support, predicted),
         "num_examples": total,
         "per_class": {name: {"precision": float(precision[i]), "recall": float(recall[i]), "f1": float(f1[i]),
                              "support": int(support[i])} for i, name in enumerate(label_names)},
         "labels": list(label_names),
         "confusion_matrix": cm.tolist(),
     }
+
+
+def macro_f1(f1, support, predicted) -> float:
+    """Mean per-class F1 over the classes in the truth or the predictions (support or predicted count > 0), as
+    scikit-learn averages; 0 when there are none (no examples)."""
+    present = (np.asarray(support) > 0) | (np.asarray(predicted) > 0)  # (C,)
+    return float(np.asarray(f1)[present].mean()) if present.any() else 0.0
 
 
 def format_report(metrics: dict) -> str:
@@ -55,4 +66,9 @@ def format_report(metrics: dict) -> str:
         lines.append(f"{name:>{width}}{m['precision']:>10.3f}{m['recall']:>10.3f}{m['f1']:>10.3f}{m['support']:>10}")
     lines.append(f"{'accuracy':>{width}}{'':>20}{metrics['accuracy']:>10.3f}{metrics['num_examples']:>10}")
     lines.append(f"{'macro-F1':>{width}}{'':>20}{metrics['macro_f1']:>10.3f}{metrics['num_examples']:>10}")
+    cm = np.asarray(metrics["confusion_matrix"]).reshape(len(names), len(names))
+    absent = [n for i, n in enumerate(names) if not cm[i].sum() and not cm[:, i].sum()]
+    if absent and len(absent) < len(names):
+        lines.append(f"(macro-F1 over the {len(names) - len(absent)} classes in the labels or the predictions, as "
+                     f"scikit-learn's; not {', '.join(absent)})")
     return "\n".join(lines)
