@@ -80,8 +80,7 @@ def run(args) -> int:
 def _print_summary(summary: dict) -> None:
     m = summary["eval"]
     print()
-    print(f"done: {summary['steps']:,} steps in {summary['wall_seconds']:.0f} s (training {summary['train_seconds']:.0f}"
-          f" s, {summary['tokens_per_s']:,.0f} tokens/s)")
+    print(pretrain_command.done_line(summary))
     losses = "  ".join(f"{k[:-5]} {v:.4f}" for k, v in sorted(m.items()) if k.endswith("_loss") and k != "mlm_loss")
     print(f"held-out ({summary['eval_sequences']} sequences): loss {m['loss']:.4f}  {losses}")
     if m.get("masked_tokens"):

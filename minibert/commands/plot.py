@@ -1,4 +1,5 @@
-"""`minibert plot RUN_DIR`: training curves (loss, held-out accuracy, learning rate, tokens/s) as a PNG."""
+"""`minibert plot RUN_DIR`: training curves (loss, held-out accuracy or a distillation's separate losses, learning
+rate, tokens/s) as a PNG."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ from pathlib import Path
 def add_arguments(parser):
     parser.description = (
         "Draw the training curves of a run folder from its metrics.jsonl (written during training): loss "
-        "(train and held-out), held-out accuracy, learning rate and tokens per second. Saves RUN_DIR/training.png "
+        "(train and held-out), held-out accuracy (a run without one, such as a hidden-state distillation: its "
+        "separate losses), learning rate and tokens per second. Saves RUN_DIR/training.png "
         "unless --out is given. Needs matplotlib (pip install 'minibert[plot]').")
     parser.add_argument("run_dir", metavar="RUN_DIR", help="a run folder holding metrics.jsonl (or the file itself)")
     parser.add_argument("--out", default=None, help="where to write the PNG (default RUN_DIR/training.png)")

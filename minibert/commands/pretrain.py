@@ -146,10 +146,19 @@ def start_or_resume(args, given: dict, settings_class, train, report) -> int:
             # data is prepared (only here: ranks checking at once would see each other; rank 0 then holds it)
             from minibert.training.run_dir import check_not_being_trained
             check_not_being_trained(resolved[2])
+            finished = _finished(resolved[1], resolved[2])  # said in one line, before any rank starts
+            if finished:
+                print(finished)
+                return 0
         start_ranks(args, resolved[0].batch_size)
 
     def body(comm) -> int:
         settings, checkpoint, run_dir = resolved or _settings(args, given, settings_class)
+        finished = _finished(checkpoint, run_dir)  # (ranks started by mpiexec: each finds it, rank 0 says it)
+        if finished:
+            if comm.is_root:
+                print(finished)
+            return 0
         try:
             summary = train(settings, resume_checkpoint=checkpoint, run_dir=run_dir, comm=comm)
         except TrainingStopped as e:  # raised by every rank at the same step (decided on summed numbers)
@@ -160,6 +169,16 @@ def start_or_resume(args, given: dict, settings_class, train, report) -> int:
             report(summary, settings)
         return 0
     return run_on_ranks(command, body)
+
+
+def _finished(checkpoint, run_dir) -> str | None:
+    """With --resume of a run that already did all its steps: the one line that says so (nothing is started,
+    the run's files stay as they are); otherwise None."""
+    if checkpoint is None:
+        return None
+    from minibert.training.run_dir import finished_run, nothing_to_resume
+    summary = finished_run(run_dir, checkpoint)
+    return None if summary is None else nothing_to_resume(run_dir, summary)
 
 
 def _settings(args, given: dict, settings_class):
@@ -217,9 +236,7 @@ def _read_settings(path: Path) -> dict:
 def _print_summary(summary: dict, show_examples: bool = True, objective: str = "mlm") -> None:
     m = summary["eval"]
     print()
-    print(f"done: {summary['steps']:,} steps in {_duration(summary['wall_seconds'])} "
-          f"(data preparation {_duration(summary['prepare_seconds'])}, training {_duration(summary['train_seconds'])}, "
-          f"{summary['tokens_per_s']:,.0f} tokens/s)")
+    print(done_line(summary))
     print(f"held-out ({summary['eval_sequences']} sequences, {m['masked_tokens']:,} masked tokens):")
     print(f"  masked-token accuracy {m['mlm_acc']:.1%}  (always guessing {summary['baseline_token']!r}: "
           f"{summary['baseline_acc']:.1%})")
@@ -245,6 +262,22 @@ def _print_summary(summary: dict, show_examples: bool = True, objective: str = "
     if show_examples:
         _print_examples(summary)
     print(f'try:   minibert fill-mask --model {summary["run"]} "the capital of france is [MASK]."')
+
+
+def done_line(summary: dict) -> str:
+    """The summary's first line (`minibert pretrain` and `distill`). A resumed run says what this session did (its
+    steps, wall time, data preparation, training time and throughput) apart from the whole run's training time and
+    throughput (summary.json's "session" against its top-level numbers)."""
+    times = (f"data preparation {_duration(summary['prepare_seconds'])}, training "
+             f"{_duration(summary['train_seconds'])}, {summary['tokens_per_s']:,.0f} tokens/s")
+    session = summary.get("session")
+    if not session:
+        return f"done: {summary['steps']:,} steps in {_duration(summary['wall_seconds'])} ({times})"
+    return (f"done: {summary['steps']:,} steps; this session: {session['steps']:,} steps (resumed at step "
+            f"{session['resumed_at_step']:,}) in {_duration(summary['wall_seconds'])} (data preparation "
+            f"{_duration(summary['prepare_seconds'])}, training {_duration(session['train_seconds'])}, "
+            f"{session['tokens_per_s']:,.0f} tokens/s); the whole run: training {_duration(summary['train_seconds'])}, "
+            f"{summary['tokens_per_s']:,.0f} tokens/s")
 
 
 EXAMPLES = ("the [MASK] is the largest planet in the solar system.",

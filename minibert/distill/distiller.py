@@ -161,6 +161,25 @@ class Distiller:
                            masked_positions=positions if positions is not None else np.zeros(0, np.int64))
 
     @property
+    def predicts_masked_tokens(self) -> bool:
+        """Whether the student learns (and is scored on) masked-token prediction: mode "mlm" only. A hidden-state
+        distillation has no MLM, so its logs and summary carry no MLM loss, perplexity, accuracy or
+        most-frequent-token baseline (training/pretrain.py leaves them out; they would read 0, 1 and 0)."""
+        return self.mode == "mlm"
+
+    @property
+    def objective_description(self) -> str:
+        """What is trained, for the run's start-up line: the losses and their weights, e.g. "hidden-state
+        distillation, loss 1 x cos_loss + 1 x pool_loss (no masked-token prediction)"."""
+        terms = [(self.weights[weight], part) for part, weight in
+                 (("kd_loss", "alpha_ce"), ("mlm_loss", "alpha_mlm"), ("cos_loss", "alpha_cos"),
+                  ("mse_loss", "alpha_mse"), ("pool_loss", "alpha_pool")) if self.weights[weight]]
+        loss = " + ".join(f"{w:g} x {part}" for w, part in terms)
+        if self.mode == "hidden":
+            return f"hidden-state distillation, loss {loss} (no masked-token prediction)"
+        return f"objective mlm (DistilBERT's distillation), loss {loss}"
+
+    @property
     def part_names(self) -> list[str]:
         """The losses `forward` reports in `.parts` (fixed by the mode and the weights)."""
         return (["kd_loss"] if self.mode == "mlm" else []) + [

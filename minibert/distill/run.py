@@ -81,8 +81,8 @@ def build_distiller(settings: DistillSettings, resume_checkpoint: Path | None):
                                        dropout=settings.dropout)
     distiller = Distiller(student, teacher, settings.mode, settings.temperature, **settings.weights())
     distiller.description = (f"DistilBERT student of {settings.teacher} ({len(settings.teacher_layers)} of its "
-                             f"{teacher.config.num_hidden_layers} layers: {settings.teacher_layers}), {settings.mode} "
-                             f"distillation")
+                             f"{teacher.config.num_hidden_layers} layers: {settings.teacher_layers})")
+    # (the start-up line then says what is trained: Distiller.objective_description, the mode and its losses)
     return distiller
 
 

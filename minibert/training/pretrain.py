@@ -51,8 +51,8 @@ from minibert.training.evaluate import build_eval_batches, evaluate, most_freque
 from minibert.training.memory import ProportionalPeak, peak_rss_mb
 from minibert.training.metrics import MetricsLog, Window
 from minibert.training.objectives import brings_own_model, build_model, output_bias_name, rtd_counts
-from minibert.training.run_dir import (check_new_run_dir, create_run_dir, default_run_name, hold_run_dir,
-                                       latest_checkpoint, release_run_dirs)
+from minibert.training.run_dir import (check_new_run_dir, create_run_dir, default_run_name, finished_run,
+                                       hold_run_dir, latest_checkpoint, nothing_to_resume, release_run_dirs)
 from minibert.training.settings import PretrainSettings
 from minibert.training.sharded import ShardedAdamW
 
@@ -199,6 +199,12 @@ def pretrain(settings: PretrainSettings, resume_checkpoint: Path | None = None, 
 def _train(settings: PretrainSettings, resume_checkpoint: Path | None, run_dir: Path | None, log, comm) -> dict:
     check_before_data(settings, resume_checkpoint)
     comm = comm or LocalCommunicator()
+    if resume_checkpoint:  # a run that already did all its steps: nothing to do, and its files stay as they are
+        folder = run_dir or Path(resume_checkpoint).parent.parent
+        finished = finished_run(folder, resume_checkpoint)
+        if finished is not None:
+            log(nothing_to_resume(folder, finished))
+            return finished if comm.is_root else None
     check_divisible(settings.batch_size, comm.size)
     t_start = time.perf_counter()
     progress = not settings.quiet and comm.is_root
@@ -296,7 +302,7 @@ def _train(settings: PretrainSettings, resume_checkpoint: Path | None, run_dir: 
         first_eval = evaluate(model, eval_batches, use_nsp, comm)  # several ranks: each its share of the batches
         eval_seconds = time.perf_counter() - t_eval
         if comm.is_root:
-            metrics.append({"step": 0, "split": "eval", **first_eval, "elapsed": 0.0})
+            metrics.append({"step": 0, "split": "eval", **_reported(model, first_eval), "elapsed": 0.0})
             if settings.steps:
                 plan = make_plan(settings.steps, settings, timed=False)
             else:  # as many steps as fit in --minutes, measured on this machine (a rank's share of a batch)
@@ -315,8 +321,9 @@ def _train(settings: PretrainSettings, resume_checkpoint: Path | None, run_dir: 
         ranks = (f" on {comm.size} {comm.ranks_are} ({settings.batch_size // comm.size} sequences each)"
                  if comm.size > 1 else "")
         log(f"run folder: {run_dir}")
+        objective = getattr(model, "objective_description", None) or f"objective {settings.objective}"
         log(f"model: {getattr(model, 'description', settings.config)}, {model.num_parameters():,} parameters; "
-            f"objective {settings.objective}; "
+            f"{objective}; "
             f"{plan.total_steps:,} steps{how_long} of {settings.batch_size * settings.grad_accum} x {seq_len} "
             f"tokens{ranks}, peak lr {settings.lr:g}, warmup {plan.warmup_steps:,} steps")
         if numba_gelu:  # worth knowing: faster steps, more memory (docs/performance.md)
@@ -332,6 +339,7 @@ def _train(settings: PretrainSettings, resume_checkpoint: Path | None, run_dir: 
     # With --minutes, a first session that runs far over its plan stops early (a resumed one just finishes).
     budget_seconds = settings.minutes * 60 if settings.steps is None and not resume_checkpoint else math.inf
     t_loop, elapsed_before = time.perf_counter(), state["elapsed"] if resume_checkpoint else 0.0
+    train_before, tokens_before = train_seconds, tokens_seen  # (a resumed run: its earlier sessions')
 
     def elapsed() -> float:  # wall seconds of training (all sessions of the run), for metrics.jsonl
         return round(elapsed_before + time.perf_counter() - t_loop, 3)
@@ -420,7 +428,7 @@ def _train(settings: PretrainSettings, resume_checkpoint: Path | None, run_dir: 
                     say(f"step {done:>6,}  measured {mean_step:.2f} s per step: {plan.total_steps:,} steps fit in "
                         f"{settings.minutes:g} minutes (planned {old_total:,})")
             if (done % settings.log_every == 0 or done == plan.total_steps) and comm.is_root:
-                record = window.record(lr, grad_norm)
+                record = _reported(model, window.record(lr, grad_norm))
                 metrics.append({"step": done, "split": "train", **record, "epoch": stream.epoch,
                                 "elapsed": elapsed()})
                 accuracy = {"acc": f"{record['mlm_acc']:.3f}"} if window.masked else {}  # none: hidden distillation
@@ -437,7 +445,8 @@ def _train(settings: PretrainSettings, resume_checkpoint: Path | None, run_dir: 
                 last_eval = evaluate(model, eval_batches, use_nsp, comm)
                 shared_once.sample()  # between steps, the memory of a step is still held: near the peak
                 if comm.is_root:
-                    metrics.append({"step": done, "split": "eval", **last_eval, "elapsed": elapsed()})
+                    metrics.append({"step": done, "split": "eval", **_reported(model, last_eval),
+                                    "elapsed": elapsed()})
                     say(_eval_line(done, last_eval))
             if saving:
                 if not all(np.isfinite(p).all() for p in model.params.values()):
@@ -477,14 +486,24 @@ def _train(settings: PretrainSettings, resume_checkpoint: Path | None, run_dir: 
         return None
     if last_eval is None:  # (rank 0 alone by now: the whole held-out set)
         last_eval = evaluate(model, eval_batches, use_nsp)
+    run_dir = Path(run_dir).resolve()  # (a resumed run's folder is named as --resume gave it: maybe relative)
     summary = {
         "run": str(run_dir), "checkpoint": str(latest_checkpoint(run_dir)), "steps": done,
-        "total_steps": plan.total_steps, "eval": last_eval, "baseline_token": tok.ids_to_tokens[top_token],
-        "baseline_acc": baseline_acc, "wall_seconds": round(time.perf_counter() - t_start, 1),
+        "total_steps": plan.total_steps, "eval": _reported(model, last_eval)}
+    if getattr(model, "predicts_masked_tokens", True):  # (a hidden-state distillation predicts no masked token)
+        summary.update(baseline_token=tok.ids_to_tokens[top_token], baseline_acc=baseline_acc)
+    summary.update({  # wall and preparation: this session's (this process's); training and tokens: the whole run's
+        "wall_seconds": round(time.perf_counter() - t_start, 1),
         "prepare_seconds": round(data.seconds, 1), "train_seconds": round(train_seconds, 1),
         "tokens_seen": tokens_seen, "tokens_per_s": tokens_seen / max(train_seconds, 1e-9),
         "eval_sequences": sum(len(b["input_ids"]) for b in eval_batches), "stopped_early": stopped_early,
-    }
+    })
+    if resume_checkpoint:  # what this session did, apart from the whole run's numbers above
+        session_seconds = train_seconds - train_before
+        summary["session"] = {"resumed_at_step": start_step, "steps": done - start_step,
+                              "train_seconds": round(session_seconds, 1), "tokens_seen": tokens_seen - tokens_before,
+                              "tokens_per_s": (tokens_seen - tokens_before) / max(session_seconds, 1e-9),
+                              "elapsed_seconds_all_sessions": elapsed()}
     if comm.size > 1:  # rank 0's time in the gradient Allreduce (waiting for slower ranks included)
         summary.update(ranks=comm.size, allreduce_seconds=round(comm.allreduce_seconds, 3),
                        allreduce_bytes_per_step=model.grads.buffer.nbytes)
@@ -497,6 +516,18 @@ def _train(settings: PretrainSettings, resume_checkpoint: Path | None, run_dir: 
         summary["peak_pss_mb_all_ranks"] = round(shared_once.mb + float(others_pss), 1)
     _write_json(run_dir / "summary.json", summary)
     return summary
+
+
+# What a run that predicts no masked token (a hidden-state distillation) leaves out of metrics.jsonl and
+# summary.json: they would read loss 0, perplexity 1, accuracy 0 and a baseline for a task it does not learn.
+MLM_FIELDS = ("mlm_loss", "ppl", "mlm_acc", "masked_tokens")
+
+
+def _reported(model, metrics: dict) -> dict:
+    """`metrics` as logged: without MLM_FIELDS when the model predicts no masked token (no numbers change)."""
+    if getattr(model, "predicts_masked_tokens", True):
+        return metrics
+    return {k: v for k, v in metrics.items() if k not in MLM_FIELDS}
 
 
 def _masked(batch: dict) -> int:
@@ -543,7 +574,7 @@ def _silent(*args, **kwargs) -> None:
 
 def _eval_line(step: int, m: dict) -> str:
     line = f"step {step:>6,}  held-out:"
-    if m["masked_tokens"]:  # (a distillation of hidden states predicts no masked token)
+    if m.get("masked_tokens"):  # (a distillation of hidden states predicts no masked token)
         line += f" mlm loss {m['mlm_loss']:.3f}  ppl {m['ppl']:,.1f}  acc {m['mlm_acc']:.1%}"
     if "nsp_acc" in m:
         line += f"  nsp acc {m['nsp_acc']:.1%}"

@@ -1,4 +1,6 @@
 """Training curves from a run folder's metrics.jsonl: loss, held-out accuracy, learning rate, tokens/s.
+A run that has no accuracy to show (a hidden-state distillation: no masked-token prediction) gets its separate
+losses (cos_loss, pool_loss, ...) in the accuracy panel's place.
 
 metrics.jsonl holds one JSON object per line, written by `minibert pretrain` (and `distill`), e.g.
 
@@ -6,7 +8,9 @@ metrics.jsonl holds one JSON object per line, written by `minibert pretrain` (an
     {"step": 100, "split": "eval", "loss": 6.98, "mlm_acc": 0.081, "ppl": 1075.2, "nsp_acc": 0.55}
 
 Every key is optional: a panel with nothing to show says so. A line that is not valid JSON (say the last one,
-cut short by a crash) is skipped and counted.
+cut short by a crash) is skipped and counted. Files of hidden-state distillations written before their logs left
+the masked-LM numbers out (every held-out line with `masked_tokens` 0, so `mlm_loss` 0, `ppl` 1, `mlm_acc` 0)
+are read without those numbers.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ HELD_OUT_SPLITS = ("eval", "valid", "validation", "val", "dev", "test", "heldout
 ALIASES = {"learning_rate": "lr", "tokens_per_sec": "tokens_per_s", "tok_per_s": "tokens_per_s",
            "tokens/s": "tokens_per_s", "iter": "step", "global_step": "step", "acc": "accuracy"}
 ACCURACY_KEYS = ("mlm_acc", "nsp_acc", "accuracy", "f1")
+MLM_KEYS = ("mlm_loss", "ppl", "mlm_acc", "masked_tokens")  # meaningless in a run that predicted no masked token
 
 
 @dataclass
@@ -94,7 +99,34 @@ def read_metrics(run: str | Path) -> Metrics:
     if not metrics.train and not metrics.held_out:
         raise ValueError(f"{path}: no metric records (expected one JSON object per line, e.g. "
                          f'{{"step": 1, "split": "train", "loss": 7.1}})')
+    counted = [r["masked_tokens"] for r in metrics.held_out if "masked_tokens" in r]
+    if counted and not any(counted):  # no masked token ever evaluated: no MLM (an older hidden-state distillation)
+        for r in metrics.train + metrics.held_out:
+            for key in MLM_KEYS:
+                r.pop(key, None)
     return metrics
+
+
+def _has(metrics: Metrics, key: str) -> bool:
+    return bool(metrics.series("eval", key)[0] or metrics.series("train", key)[0])
+
+
+def part_losses(metrics: Metrics) -> list[str]:
+    """The losses logged besides the total `loss` (mlm_loss, nsp_loss; a distillation's kd_loss, cos_loss,
+    mse_loss, pool_loss), sorted; a part always equal to the total (pre-training with MLM only) is left out."""
+    names = sorted({k for r in metrics.train + metrics.held_out for k in r if k.endswith("_loss") and k != "loss"})
+    same = [k for k in names if all(metrics.series(split, k) == metrics.series(split, "loss")
+                                    for split in ("train", "eval"))]
+    return [k for k in names if k not in same and _has(metrics, k)]
+
+
+def second_panel(metrics: Metrics) -> tuple[str, list[str]]:
+    """(title, keys) of the second panel: the accuracies logged, or, with none (a hidden-state distillation),
+    the separate losses."""
+    accuracies = [k for k in ACCURACY_KEYS if _has(metrics, k)]
+    if accuracies or not part_losses(metrics):
+        return "accuracy", accuracies
+    return "losses", part_losses(metrics)
 
 
 def _smooth(values: list[float], window: int) -> list[float]:
@@ -109,7 +141,8 @@ def _smooth(values: list[float], window: int) -> list[float]:
 
 
 def plot_training_curves(metrics: Metrics, out_path: str | Path, title: str | None = None) -> Path:
-    """Draw four panels (loss, held-out accuracy, learning rate, tokens/s) into a PNG."""
+    """Draw four panels (loss, held-out accuracy or, with none, the separate losses, learning rate, tokens/s)
+    into a PNG."""
     from minibert.viz.mpl import new_figure, save_figure
     fig = new_figure((11, 7.5))
     axes = fig.subplots(2, 2)
@@ -135,9 +168,10 @@ def plot_training_curves(metrics: Metrics, out_path: str | Path, title: str | No
         empty(ax_loss, "loss")
     ax_loss.set_title("loss")
 
-    # 2. accuracy on held-out data (training accuracy dashed, when logged)
+    # 2. accuracy on held-out data (training accuracy dashed, when logged); no accuracy: the separate losses
     drawn = False
-    for key, color in zip(ACCURACY_KEYS, ("tab:green", "tab:purple", "tab:red", "tab:brown")):
+    panel_title, keys = second_panel(metrics)
+    for key, color in zip(keys, ("tab:green", "tab:purple", "tab:red", "tab:brown", "tab:olive", "tab:pink")):
         ex, ey = metrics.series("eval", key)
         if ex:
             ax_acc.plot(ex, ey, "o-", color=color, markersize=4, label=f"held-out {key}")
@@ -150,7 +184,7 @@ def plot_training_curves(metrics: Metrics, out_path: str | Path, title: str | No
         ax_acc.legend()
     else:
         empty(ax_acc, "accuracy (mlm_acc, nsp_acc)")
-    ax_acc.set_title("accuracy")
+    ax_acc.set_title(panel_title if panel_title == "accuracy" else "losses by part (lower is better)")
 
     # 3. learning rate (warm-up then decay)
     xs, ys = metrics.series("train", "lr")
@@ -191,6 +225,11 @@ def summary(metrics: Metrics) -> str:
     if ey:
         best = min(range(len(ey)), key=ey.__getitem__)
         lines.append(f"  held-out loss: best {ey[best]:.4f} at step {ex[best]:g}, last {ey[-1]:.4f}")
+    for key in part_losses(metrics):
+        ex, ey = metrics.series("eval", key)
+        if ey:
+            best = min(range(len(ey)), key=ey.__getitem__)
+            lines.append(f"  held-out {key}: best {ey[best]:.4f} at step {ex[best]:g}, last {ey[-1]:.4f}")
     for key in ACCURACY_KEYS:
         ex, ey = metrics.series("eval", key)
         if ey:

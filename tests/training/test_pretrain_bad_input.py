@@ -6,7 +6,7 @@ from minibert.cli import main
 from minibert.models import BertForPreTraining
 from minibert.training.pretrain import pretrain
 from minibert.training.run_dir import latest_checkpoint
-from pretrain_helpers import synthetic_documents, tiny_settings, write_corpus
+from pretrain_helpers import interrupt_in_step, synthetic_documents, tiny_settings, write_corpus
 
 
 @pytest.fixture
@@ -38,9 +38,13 @@ def test_bad_settings_are_refused_before_any_work(tmp_path, capsys):
         assert code == 2 and len(err.strip().splitlines()) == 1 and message in err, err
 
 
-def test_resume_refuses_changed_settings_and_a_mismatched_vocabulary(tmp_path, corpus, capsys):
-    pretrain(tiny_settings(corpus, tmp_path / "runs", steps=4, save_every=2, keep_checkpoints=0),
-             log=lambda *a: None)
+def test_resume_refuses_changed_settings_and_a_mismatched_vocabulary(tmp_path, corpus, capsys, monkeypatch):
+    # stopped in step 3, so there is something to resume (a finished run has nothing: test_resume_reporting.py)
+    restore_clip = interrupt_in_step(monkeypatch, 3)
+    with pytest.raises(KeyboardInterrupt):
+        pretrain(tiny_settings(corpus, tmp_path / "runs", steps=4, save_every=2, keep_checkpoints=0),
+                 log=lambda *a: None)
+    restore_clip()
     run = tmp_path / "runs" / "run"
     assert main(["pretrain", "--resume", str(run), "--config", "mini", "--quiet"]) == 2
     err = capsys.readouterr().err
