@@ -47,15 +47,16 @@ tokens, BertForQuestionAnswering for qa). See docs/finetuning.md."""
                       help="a built-in task instead of --train (fixed-seed train/eval/test splits; see "
                            "docs/finetuning.md)")
     data.add_argument("--eval", metavar="FILE", help="labelled evaluation examples (picks the best epoch)")
-    data.add_argument("--eval-split", type=float, default=0.1, metavar="FRACTION",
-                      help="without --eval: hold out this fraction of --train, per class, seed --seed "
-                           "(default 0.1)")
+    data.add_argument("--eval-split", type=float, default=None, metavar="FRACTION",
+                      help="without --eval: hold out this fraction of --train (per class for text classification, "
+                           "whole paragraphs for qa), seed --seed (default 0.1)")
     data.add_argument("--test", metavar="FILE",
                       help="labelled test examples, scored once by the best checkpoint (optional)")
-    data.add_argument("--text-column", default="text", metavar="COL", help="column of the text (default: text)")
+    data.add_argument("--text-column", metavar="COL", help="column of the text (default: text; text classification "
+                      "with --train only, as are the two column options below)")
     data.add_argument("--text-pair-column", metavar="COL",
                       help="column of a second text, for sentence-pair tasks (entailment, paraphrase, ...)")
-    data.add_argument("--label-column", default="label", metavar="COL",
+    data.add_argument("--label-column", metavar="COL",
                       help="column of the label, a string or an integer (default: label)")
     data.add_argument("--max-train-examples", type=int, metavar="N",
                       help="train on N examples only, to fit a compute budget: a stratified random subset for text "
@@ -70,7 +71,8 @@ tokens, BertForQuestionAnswering for qa). See docs/finetuning.md."""
     model.add_argument("--batch-size", type=int, default=32, help="examples per step (default 32)")
     model.add_argument("--max-length", type=int, default=None,
                        help=f"tokens per example, longer ones are truncated (default {DEFAULT_MAX_LENGTH}, 384 for "
-                            f"--task-type qa, or the model's max_position_embeddings if smaller)")
+                            f"--task-type qa, or the model's max_position_embeddings if smaller); recorded in --out, "
+                            f"where 'minibert predict' takes it as its default")
     model.add_argument("--warmup-ratio", type=float, default=0.1,
                        help="share of the steps over which the learning rate warms up from 0 (default 0.1); it "
                             "then decays linearly to 0")
@@ -80,7 +82,8 @@ tokens, BertForQuestionAnswering for qa). See docs/finetuning.md."""
                        help="clip the global gradient norm to this (default 1.0; 0 = no clipping)")
     model.add_argument("--dropout", type=float, metavar="P",
                        help="dropout of the body and the classifier while fine-tuning (default: the checkpoint's "
-                            "hidden_dropout_prob, attention_probs_dropout_prob)")
+                            "hidden_dropout_prob, attention_probs_dropout_prob, which the log shows: 0 for a "
+                            "'minibert pretrain' or 'distill' checkpoint, where BERT fine-tunes with 0.1)")
     model.add_argument("--recompute", action="store_true",
                        help="activation recompute: keep only each layer's input and compute the layer again in the "
                             "backward: far less memory for long texts or large batches, about one more forward per "
@@ -98,13 +101,14 @@ tokens, BertForQuestionAnswering for qa). See docs/finetuning.md."""
     qa.add_argument("--doc-stride", type=int, default=None, metavar="N",
                     help="a context longer than the window is cut into windows overlapping by N tokens (default "
                          "min(128, a third of --max-length))")
-    qa.add_argument("--max-answer-length", type=int, default=30, metavar="N",
+    qa.add_argument("--max-answer-length", type=int, default=None, metavar="N",
                     help="longest answer, in tokens, that prediction considers (default 30)")
     out = parser.add_argument_group("output")
     out.add_argument("--out", metavar="DIR",
                      help="where the best checkpoint, metrics.json and confusion_matrix.png go (default "
                           "runs/finetune-<task or train file name>)")
-    out.add_argument("--overwrite", action="store_true", help="replace a model already in --out")
+    out.add_argument("--overwrite", action="store_true",
+                     help="replace a model already in --out (with --baseline-only: write beside it)")
     out.add_argument("--baseline", action="store_true",
                      help="also train TF-IDF + logistic regression (scikit-learn) on the same split and report "
                           "its accuracy beside BERT's")
@@ -116,19 +120,25 @@ tokens, BertForQuestionAnswering for qa). See docs/finetuning.md."""
 
 def _prepare_data(args, log):
     """(train, eval, test or None, label names, description): every data check, before any model is loaded."""
+    from minibert.commands.finetune_setup import check_data_options
     from minibert.finetune.data import build_label_names, check_labels_known, limit_examples, load_examples, \
         stratified_split
     from minibert.finetune.tasks import load_task
 
     if (args.task is None) == (args.train is None):
         raise ValueError("give either --train FILE or --task NAME (and not both)")
+    eval_split = check_data_options(args, "sequence")
     if args.task:
-        if args.eval or args.test:
-            raise ValueError(f"--task {args.task} brings its own eval and test splits; drop --eval/--test")
+        given = [flag for flag, value in (("--eval", args.eval), ("--test", args.test),
+                                          ("--text-column", args.text_column), ("--label-column", args.label_column),
+                                          ("--text-pair-column", args.text_pair_column)) if value is not None]
+        if given:
+            raise ValueError(f"--task {args.task} brings its own eval and test splits and columns; drop "
+                             f"{'/'.join(given)}")
         task = load_task(args.task)
         train, eval_, test, source = task.train, task.eval, task.test, f"task {task.name}"
     else:
-        columns = dict(text_column=args.text_column, label_column=args.label_column,
+        columns = dict(text_column=args.text_column or "text", label_column=args.label_column or "label",
                        text_pair_column=args.text_pair_column)
         train = load_examples(args.train, **columns)
         test = load_examples(args.test, **columns) if args.test else None
@@ -136,7 +146,7 @@ def _prepare_data(args, log):
             eval_ = load_examples(args.eval, **columns)
         else:
             build_label_names(train)  # a single class is reported as such, not as a split problem
-            keep, held = stratified_split(train.labels, args.eval_split, args.seed)
+            keep, held = stratified_split(train.labels, eval_split, args.seed)
             if len(held) == 0 or len(keep) == 0:
                 raise ValueError(f"{args.train}: too few examples ({len(train)}) to hold out an eval split; "
                                  f"give --eval FILE")
@@ -166,10 +176,15 @@ def _out_path(args) -> Path:
 
 
 def _out_dir(args) -> Path:
-    """The output folder, checked: a folder (or nothing yet) without a model unless --overwrite."""
-    from minibert.io.atomic import check_folder_path
+    """The output folder, checked before any work: a folder (or nothing yet) where every file a run writes can be
+    written, and without a model unless --overwrite."""
+    from minibert.commands.finetune_setup import REPORTS
+    from minibert.finetune.loading import SAVED_FILES
+    from minibert.io.atomic import check_folder_path, check_output_file
     out = _out_path(args)
-    check_folder_path(out, "--out")
+    check_folder_path(out, "--out")  # (a file in the way: named as --out was given)
+    for name in SAVED_FILES + REPORTS:  # no permission there, or a folder of that name: now, not after training
+        check_output_file(out / name, "--out")
     if (out / "model.safetensors").exists() and not args.overwrite:
         raise FileExistsError(f"--out {out}: already holds a model; choose another --out or add --overwrite")
     return out
@@ -199,11 +214,11 @@ def run(args) -> int:
     if args.seed < 0:  # (NumPy's own message names no option)
         raise ValueError(f"--seed must be a non-negative integer, got {args.seed}")
     if args.task_type == "tokens":
-        from minibert.commands.finetune_tokens import _prepare_tagged, run_tokens
-        return finetune_on_ranks(args, run_tokens, _prepare_tagged, "tokens")
+        from minibert.commands.finetune_tokens import _check_words_fit, _prepare_tagged, run_tokens
+        return finetune_on_ranks(args, run_tokens, _prepare_tagged, "tokens", _check_words_fit)
     if args.task_type == "qa":
-        from minibert.commands.finetune_qa import _prepare_squad, run_qa
-        return finetune_on_ranks(args, run_qa, _prepare_squad, "qa")
+        from minibert.commands.finetune_qa import _check_windows, _prepare_squad, run_qa
+        return finetune_on_ranks(args, run_qa, _prepare_squad, "qa", _check_windows)
     return finetune_on_ranks(args, _run_sequence, _prepare_data, "sequence")
 
 
@@ -225,9 +240,12 @@ def _run_sequence(args, comm) -> int:
     if args.baseline_only:  # no model involved: nothing else to check
         if not comm.is_root:  # (under mpiexec: one rank trains the baseline and writes)
             return 0
+        # (into a folder that holds a model only with --overwrite: its baseline_metrics.json would otherwise sit
+        # beside another run's model, perhaps of other data)
+        out = _out_dir(args)
         from minibert.finetune.baseline import _import_sklearn
         _import_sklearn()
-        return _baseline_only(args, train, eval_, test, label_names, source, _out_path(args), started, log)
+        return _baseline_only(args, train, eval_, test, label_names, source, out, started, log)
     checkpoint, tokenizer_dir, config, settings, out = setup_training(args, "sequence")
     max_length = settings.max_length
     if args.baseline:
@@ -240,7 +258,7 @@ def _run_sequence(args, comm) -> int:
     log(f"model: {checkpoint}")
     tokenizer = load_checked_tokenizer(tokenizer_dir, config, checkpoint)
     model = load_for_finetuning(checkpoint, label_names, seed=args.seed, log=log)
-    apply_dropout(model, args.dropout)
+    apply_dropout(model, args.dropout, log)
     model.set_recompute(args.recompute)
     label2id = model.label2id
     pad_id = tokenizer.pad_token_id
@@ -256,9 +274,11 @@ def _run_sequence(args, comm) -> int:
             f"{settings.batch_size}); a small data set usually needs more, e.g. --epochs 10 --batch-size 8 "
             f"(see docs/finetuning.md)")
 
-    # ---- train; the best epoch is saved as it happens, so an interrupted run still leaves a model
+    # ---- train; the best epoch is saved as it happens, so an interrupted run still leaves a model, with what
+    # `minibert predict` needs to read texts as training did
+    record = {"max_length": max_length, "text_pairs": train.text_pairs is not None}
     result = train_classifier(model, encoded["train"], y["train"], encoded.get("eval"), y.get("eval"), label_names,
-                              settings, pad_id, on_best=best_model_saver(args, out, tokenizer, comm), log=log,
+                              settings, pad_id, on_best=best_model_saver(args, out, tokenizer, comm, record), log=log,
                               comm=comm)
     if not comm.is_root:  # (--procs: rank 0 tests, reports and writes)
         return 0

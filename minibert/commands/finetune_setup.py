@@ -15,6 +15,12 @@ DEFAULT_SELECT = {"sequence": "accuracy", "tokens": "f1", "qa": "f1"}
 TASK_METRICS = {"sequence": ("accuracy", "macro_f1"), "tokens": ("f1", "token_accuracy"), "qa": ("f1", "exact_match")}
 
 
+# The fewest tokens per example that leave room for the data: [CLS] and the [SEP]s, and at least one token of
+# each part (fewer would train on nothing: a tagger with no word to label reports a loss of 0).
+MIN_MAX_LENGTH = {"sequence": (3, "[CLS] text [SEP]"), "pairs": (5, "[CLS] text [SEP] pair [SEP]"),
+                  "tokens": (3, "[CLS] word [SEP]"), "qa": (5, "[CLS] question [SEP] context [SEP]")}
+
+
 def setup_training(args, task_type):
     """Every model-side check of a fine-tuning run, before anything is loaded: the model folder, --max-length,
     the training settings, --dropout and --out. Returns (checkpoint, tokenizer folder, config, settings, out)."""
@@ -35,6 +41,12 @@ def setup_training(args, task_type):
     elif max_length > config.max_tokens:
         raise ValueError(f"--max-length {max_length} is longer than the model's max_position_embeddings "
                          f"({config.max_tokens}, {checkpoint / 'config.json'})")
+    minimum, layout = MIN_MAX_LENGTH["pairs" if task_type == "sequence" and args.text_pair_column else task_type]
+    if max_length < minimum:
+        where = (f"--max-length {max_length}" if args.max_length is not None else
+                 f"the model's max_position_embeddings ({max_length}, {checkpoint / 'config.json'})")
+        raise ValueError(f"{where} leaves no room for {layout} with one token of each part at least; give "
+                         f"--max-length {minimum} or more")
     settings = Settings(epochs=args.epochs, lr=args.lr, batch_size=args.batch_size, max_length=max_length,
                         warmup_ratio=args.warmup_ratio, weight_decay=args.weight_decay,
                         max_grad_norm=args.max_grad_norm, seed=args.seed, select_metric=select,
@@ -48,10 +60,11 @@ def setup_training(args, task_type):
 REPORTS = ("metrics.json", "confusion_matrix.png", "baseline_metrics.json")  # what runs write beside the model
 
 
-def best_model_saver(args, out, tokenizer, comm):
+def best_model_saver(args, out, tokenizer, comm, record: dict):
     """fit's `on_best` (rank 0 saves the best epoch's model in --out, and remembers the epoch for the message of an
     interrupted run). With --overwrite, the previous run's reports are removed first: this run may not write its
-    own (interrupted, no matplotlib, no --baseline-only), and --out must not pair its model with older numbers."""
+    own (interrupted, no matplotlib, no --baseline-only), and --out must not pair its model with older numbers.
+    `record`: how the model was fine-tuned (loading.save_classifier), for `minibert predict`'s defaults."""
     from minibert.finetune.loading import save_classifier
 
     if args.overwrite and comm.is_root:
@@ -59,7 +72,7 @@ def best_model_saver(args, out, tokenizer, comm):
             (out / name).unlink(missing_ok=True)
 
     def on_best(model, epoch, metrics):
-        save_classifier(model, tokenizer, out)
+        save_classifier(model, tokenizer, out, record)
         args.best_saved = (epoch, out)
     return on_best
 
@@ -74,13 +87,25 @@ def load_checked_tokenizer(tokenizer_dir, config, checkpoint):
     return tokenizer
 
 
-def apply_dropout(model, dropout):
-    """--dropout for the body and the head (saved in config.json too, as the model was trained)."""
-    if dropout is None:
+def apply_dropout(model, dropout, log):
+    """--dropout for the body and the head (saved in config.json too, as the model was trained); without it the
+    checkpoint's own. The log says which, because a `minibert pretrain` or `distill` checkpoint carries
+    pre-training's default of 0 (short runs learn faster without), which fine-tuning then keeps unless told."""
+    key = getattr(model, "dropout_key", "classifier_dropout")  # (DistilBERT's classifier: seq_classif_dropout)
+    if dropout is not None:
+        model.config.hidden_dropout_prob = model.config.attention_probs_dropout_prob = dropout
+        if hasattr(model, "classifier_dropout"):
+            model.config.extra[key] = model.classifier_dropout = dropout
+        log(f"dropout {dropout} (--dropout)")
         return
-    model.config.hidden_dropout_prob = model.config.attention_probs_dropout_prob = dropout
-    if hasattr(model, "classifier_dropout"):
-        model.config.extra["classifier_dropout"] = model.classifier_dropout = dropout
+    config = model.config
+    values = {"attention": config.attention_probs_dropout_prob,
+              "classifier": getattr(model, "classifier_dropout", config.hidden_dropout_prob)}
+    others = ", ".join(f"{name} {p}" for name, p in values.items() if p != config.hidden_dropout_prob)
+    hint = ("; BERT fine-tunes with --dropout 0.1" if max(config.hidden_dropout_prob, *values.values()) == 0 else
+            "; --dropout P to change it")
+    log(f"dropout {config.hidden_dropout_prob}{f' ({others})' if others else ''} (the checkpoint's config.json"
+        f"{hint})")
 
 
 def make_log(args):
@@ -92,30 +117,34 @@ def make_log(args):
     return log
 
 
-def check_run(args, prepare, task_type) -> None:
+def check_run(args, prepare, task_type, check_data=None) -> None:
     """Every check of a fine-tuning run that `finetune_on_ranks` does before its ranks start: the data
-    (`prepare(args, log)`), the model folder, settings and --out, the tokenizer, and scikit-learn for --baseline."""
-    prepare(args, lambda message: None)
-    checkpoint, tokenizer_dir, config, _, _ = setup_training(args, task_type)
-    load_checked_tokenizer(tokenizer_dir, config, checkpoint)
+    (`prepare(args, log)`), the model folder, settings and --out, the tokenizer, what the data needs of the
+    tokenizer and settings (`check_data(args, prepared data, settings, tokenizer)`: a cheap look at the data only,
+    the whole tokenization is the ranks' work), and scikit-learn for --baseline."""
+    prepared = prepare(args, lambda message: None)
+    checkpoint, tokenizer_dir, config, settings, _ = setup_training(args, task_type)
+    tokenizer = load_checked_tokenizer(tokenizer_dir, config, checkpoint)
+    if check_data is not None:
+        check_data(args, prepared, settings, tokenizer)
     if getattr(args, "baseline", False):  # (text classification only: the other kinds refuse it in `prepare`)
         from minibert.finetune.baseline import _import_sklearn
         _import_sklearn()
 
 
-def finetune_on_ranks(args, task, prepare, task_type) -> int:
+def finetune_on_ranks(args, task, prepare, task_type, check_data=None) -> int:
     """Run `task(args, comm)` in this process, or on the ranks of `--procs N` (training/ranks.py): the command's
     process starts ranks 1..N-1 of the same command and becomes rank 0. Before any rank starts, `check_run(args,
-    prepare, task_type)` runs every check of the run here, so that bad input is one line from one process. Ranks
-    other than 0 train silently (no log, no progress bars) and write nothing; an error on any rank ends every
-    rank, and SIGTERM ends the run as Ctrl-C does (the best epoch so far is already saved)."""
+    prepare, task_type, check_data)` runs every check of the run here, so that bad input is one line from one
+    process. Ranks other than 0 train silently (no log, no progress bars) and write nothing; an error on any rank
+    ends every rank, and SIGTERM ends the run as Ctrl-C does (the best epoch so far is already saved)."""
     from minibert.finetune.train import TrainingDiverged
     from minibert.training.distributed import check_divisible
     from minibert.training.ranks import not_yet_a_rank, run_on_ranks, start_ranks
 
     if not_yet_a_rank():
         single = "--baseline-only trains no BERT" if getattr(args, "baseline_only", False) else None
-        start_ranks(args, args.batch_size, lambda: check_run(args, prepare, task_type), single)
+        start_ranks(args, args.batch_size, lambda: check_run(args, prepare, task_type, check_data), single)
 
     def body(comm) -> int:
         if comm.size > 1:
@@ -146,23 +175,53 @@ def splits_of_this_rank(comm, train, eval_, test) -> dict:
     return {name: data for name, data in splits.items() if data is not None}
 
 
+DEFAULT_EVAL_SPLIT = 0.1
+
+# Options that only one kind of run reads (their defaults are None, so that "given" shows), with the task types
+# they apply to: any other kind refuses them with one line rather than ignore them.
+TASK_OPTIONS = {"--baseline": ("baseline", "sequence"), "--baseline-only": ("baseline_only", "sequence"),
+                "--text-column": ("text_column", "sequence"), "--label-column": ("label_column", "sequence"),
+                "--text-pair-column": ("text_pair_column", "sequence"), "--doc-stride": ("doc_stride", "qa"),
+                "--max-answer-length": ("max_answer_length", "qa")}
+KINDS = {"sequence": "text classification", "tokens": "token classification (--task-type tokens)",
+         "qa": "question answering (--task-type qa)"}
+
+
+def check_data_options(args, task_type) -> float:
+    """The options that say which data a run reads, checked before any file is read: the options of other kinds
+    of run, --max-train-examples, and --eval-split. Returns the --eval-split fraction (default 0.1)."""
+    for flag, (name, applies_to) in TASK_OPTIONS.items():
+        value = getattr(args, name)  # (None: not given; False: a flag not given. Not `in (None, False)`: 0 == False)
+        if value is not None and value is not False and task_type != applies_to:
+            raise ValueError(f"{flag} applies to {KINDS[applies_to]} only, not to --task-type {task_type}")
+    if args.max_train_examples is not None and args.max_train_examples < 1:
+        raise ValueError(f"--max-train-examples must be at least 1, got {args.max_train_examples}")
+    if args.eval_split is None:
+        return DEFAULT_EVAL_SPLIT
+    if args.task:
+        raise ValueError(f"--eval-split {args.eval_split}: --task {args.task} brings its own eval split; drop "
+                         f"--eval-split")
+    if args.eval:
+        raise ValueError(f"--eval-split {args.eval_split} holds out part of --train, but --eval {args.eval} is the "
+                         f"eval set; drop one of the two")
+    if not 0.0 < args.eval_split < 1.0:
+        raise ValueError(f"--eval-split must be between 0 and 1 (the fraction of --train held out), got "
+                         f"{args.eval_split}")
+    return args.eval_split
+
+
 def refuse_classification_options(args, task_type):
-    """Options that only make sense for text classification: one clear line instead of being ignored."""
+    """A built-in text classification task, or no --train, for a tagger or a QA reader: one clear line."""
     if args.task:
         raise ValueError(f"--task {args.task} is a text classification task; it does not go with --task-type "
                          f"{task_type} (give --train FILE)")
     if args.train is None:
         raise ValueError(f"--task-type {task_type} needs --train FILE")
-    for flag, value in (("--baseline", args.baseline), ("--baseline-only", args.baseline_only),
-                        ("--text-pair-column", args.text_pair_column)):
-        if value:
-            raise ValueError(f"{flag} applies to text classification only, not to --task-type {task_type}")
 
 
 def held_out_split(n: int, fraction: float, seed: int, source) -> tuple[np.ndarray, np.ndarray]:
-    """(keep, held out) indices: a random `fraction` of n items (at least one each), fixed by the seed."""
-    if not 0.0 < fraction < 1.0:
-        raise ValueError(f"--eval-split must be between 0 and 1, got {fraction}")
+    """(keep, held out) indices: a random `fraction` (0 < fraction < 1: checked by the callers, in the terms of
+    their options) of n items, at least one each, fixed by the seed."""
     held = int(round(fraction * n))
     if n < 2:
         raise ValueError(f"{source}: too few examples ({n}) to hold out an eval split; give --eval FILE")

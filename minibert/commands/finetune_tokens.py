@@ -15,17 +15,18 @@ import numpy as np
 
 def _prepare_tagged(args, log):
     """(train, eval, test or None, tag names): every data check, before any model is loaded."""
-    from minibert.commands.finetune_setup import held_out_split, refuse_classification_options
+    from minibert.commands.finetune_setup import check_data_options, held_out_split, refuse_classification_options
     from minibert.finetune.ner_data import TaggedSentences, build_tag_names, check_tags_known, read_tagged
 
     refuse_classification_options(args, "tokens")
+    eval_split = check_data_options(args, "tokens")
     train = read_tagged(args.train)
     if train.tags is None:
         raise ValueError(f"{args.train}: the sentences have no tags; a training file needs them")
     if args.eval:
         eval_ = read_tagged(args.eval)
     else:
-        keep, held = held_out_split(len(train), args.eval_split, args.seed, args.train)
+        keep, held = held_out_split(len(train), eval_split, args.seed, args.train)
         pick = lambda idx, name: TaggedSentences([train.words[i] for i in idx], [train.tags[i] for i in idx],  # noqa: E731
                                                  f"{args.train} ({name})")
         train, eval_ = pick(keep, "train part"), pick(held, "held-out eval part")
@@ -43,6 +44,20 @@ def _prepare_tagged(args, log):
     return train, eval_, test, tag_names
 
 
+def _check_words_fit(args, prepared, settings, tokenizer):
+    """Some word of every data set gets a token within --max-length: training data without one would train on
+    no label at all (its loss, a mean over no labelled token, would read 0), eval data without one would score
+    nothing. Cheap: the search ends at the first sentence with a word that fits, normally the first."""
+    from minibert.finetune.tagging import any_word_fits
+
+    train, eval_, test, _ = prepared
+    for data, use in ((train, "nothing to learn from"), (eval_, "nothing to score"), (test, "nothing to score")):
+        if data is not None and not any_word_fits(tokenizer, data, settings.max_length):
+            raise ValueError(f"{data.source}: no word fits in --max-length {settings.max_length} tokens beside "
+                             f"[CLS] and [SEP] (each sentence's first word has more pieces), so there is {use}; "
+                             f"raise --max-length")
+
+
 def run_tokens(args, comm) -> int:
     from minibert.commands.finetune_setup import (apply_dropout, best_model_saver, load_checked_tokenizer, make_log,
                                                   run_summary, setup_training, splits_of_this_rank, write_summary)
@@ -55,23 +70,26 @@ def run_tokens(args, comm) -> int:
 
     started = time.perf_counter()
     log = make_log(args)
-    train, eval_, test, tag_names = _prepare_tagged(args, log)
+    train, eval_, test, tag_names = prepared = _prepare_tagged(args, log)
     checkpoint, tokenizer_dir, config, settings, out = setup_training(args, "tokens")
 
     log(f"data: {args.train}: {len(train)} train / {len(eval_)} eval{f' / {len(test)} test' if test else ''} "
         f"sentences; tags: {', '.join(tag_names)}")
     log(f"model: {checkpoint}")
     tokenizer = load_checked_tokenizer(tokenizer_dir, config, checkpoint)
+    _check_words_fit(args, prepared, settings, tokenizer)
     model = load_for_finetuning(checkpoint, tag_names, seed=args.seed, log=log, cls=BertForTokenClassification)
-    apply_dropout(model, args.dropout)
+    apply_dropout(model, args.dropout, log)
     model.set_recompute(args.recompute)
     tag2id, pad_id = model.label2id, tokenizer.pad_token_id
     encoded = {name: encode_tagged(tokenizer, data, tag2id, settings.max_length)  # (rank 0 alone evaluates and tests)
                for name, data in splits_of_this_rank(comm, train, eval_, test).items()}
     for name, enc in encoded.items():
-        if enc.cut_words:
+        if enc.cut_words:  # (training: no label to learn from; eval and test: no prediction, so scored as 'O')
+            effect = ("they get no label, so training does not learn from them" if name == "train" else
+                      "the model never sees them, so they count as predicted 'O' in the scores")
             log(f"note: {enc.cut_words} {name} words lie beyond --max-length {settings.max_length} tokens (or have "
-                f"no token at all): they get no label in training and are predicted 'O'")
+                f"no token at all): {effect}")
     steps = math.ceil(len(train) / settings.batch_size) * settings.epochs
     log(f"training: {steps} optimizer steps")
 
@@ -83,7 +101,8 @@ def run_tokens(args, comm) -> int:
     labelled = np.array([int((y != IGNORE_INDEX).sum()) for y in train_labels])  # (N,) the loss's terms
     result = fit(model, encoded["train"].encoded, lambda chosen, T: {"labels": padded_labels(train_labels, chosen, T)},
                  lambda: evaluate("eval"), settings, pad_id, headline=("f1", "token_accuracy"),
-                 on_best=best_model_saver(args, out, tokenizer, comm), log=log, comm=comm,
+                 on_best=best_model_saver(args, out, tokenizer, comm, {"max_length": settings.max_length}),
+                 log=log, comm=comm,
                  loss_terms=lambda chosen: int(labelled[chosen].sum()))  # (the loss: a mean over labelled tokens)
     if not comm.is_root:  # (--procs: rank 0 tests, reports and writes)
         return 0

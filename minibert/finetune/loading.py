@@ -121,7 +121,27 @@ def load_classifier(checkpoint: Path, log=print, cls=BertForSequenceClassificati
     return model.eval()
 
 
-def save_classifier(model, tokenizer, folder: Path):
-    """config.json + model.safetensors + the tokenizer files: a folder transformers and minibert both load."""
+SAVED_FILES = ("config.json", "model.safetensors", "vocab.txt", "tokenizer_config.json")  # what save_classifier writes
+FINETUNING_KEY = "finetuning"  # config.json: how `minibert finetune` trained the model, for predict's defaults
+
+
+def save_classifier(model, tokenizer, folder: Path, record: dict | None = None):
+    """config.json + model.safetensors + the tokenizer files: a folder transformers and minibert both load.
+
+    record: how the model was fine-tuned ({"max_length": ..., and what else predict should default to}), kept in
+    config.json under "finetuning" (transformers keeps unknown keys as config attributes). Its max_length also
+    becomes tokenizer_config.json's model_max_length, where transformers' tokenizers truncate when told to
+    truncate without a max_length, and its token-classification and question-answering pipelines cut their
+    windows (every tokenizer saved before said 512, the tokenizer's default: that value alone cannot tell a
+    fine-tuned length from an old folder)."""
+    if record is not None:
+        model.config.extra[FINETUNING_KEY] = dict(record)
+        tokenizer.model_max_length = record["max_length"]  # (every encode of a run passes its max_length)
     model.save_pretrained(folder)
     tokenizer.save_pretrained(folder)
+
+
+def finetuning_record(config) -> dict:
+    """What config.json says about how the model was fine-tuned (save_classifier); {} for a folder without it."""
+    record = config.extra.get(FINETUNING_KEY)
+    return record if isinstance(record, dict) else {}

@@ -2,7 +2,9 @@
 
 CoNLL (CoNLL-2003 and the many files shaped like it): one token per line, columns separated by white space,
 the token first and its tag in the LAST column; a blank line between sentences; `-DOCSTART-` lines skipped.
-JSONL: one object per line, {"tokens": [...], "tags": [...]} of the same length.
+JSONL: one object per line, {"tokens": [...], "tags": [...]} of the same length. JSONL files are known by
+their suffix; every other file is read as CoNLL, whose files come under all sorts of names (CoNLL-2003's own are
+eng.train, eng.testa and eng.testb).
 
 Tags are IOB: "O", "B-TYPE" (first word of an entity), "I-TYPE" (inside it). CoNLL-2003 as distributed is in
 IOB1, where B- appears only between two adjacent entities of the same type; every file is converted to IOB2
@@ -15,7 +17,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-CONLL_SUFFIXES = (".conll", ".txt", ".iob", ".bio", ".tsv", ".conllu", ".ner")
+# The usual names of CoNLL files. Others are read as CoNLL too; their format errors then say so, in case the file
+# was meant to be something else (a CSV file, say).
+CONLL_SUFFIXES = (".conll", ".txt", ".iob", ".bio", ".tsv", ".conllu", ".ner", ".train", ".testa", ".testb",
+                  ".dev", ".test", "")
 JSONL_SUFFIXES = (".jsonl", ".ndjson", ".json")
 
 
@@ -51,6 +56,8 @@ def read_conll(path) -> TaggedSentences:
     from minibert.io.atomic import read_text_file
 
     path = Path(path)
+    unusual = "" if path.suffix.lower() in CONLL_SUFFIXES else \
+        f" (read as CoNLL: only {', '.join(JSONL_SUFFIXES)} files are read as JSONL)"
     words, tags, sentence, sentence_tags = [], [], [], []
     for n, line in enumerate(read_text_file(path).split("\n"), start=1):  # (as reading the file line by line)
         columns = line.split()
@@ -64,7 +71,7 @@ def read_conll(path) -> TaggedSentences:
             continue
         if len(columns) < 2:
             raise ValueError(f"{path}:{n}: expected a token and its tag separated by white space (the tag in "
-                             f"the last column), got {line.strip()[:60]!r}")
+                             f"the last column), got {line.strip()[:60]!r}{unusual}")
         sentence.append(columns[0])
         sentence_tags.append(check_tag(columns[-1], f"{path}:{n}"))
     if sentence:
@@ -99,18 +106,11 @@ def read_tagged_jsonl(path, tokens_field: str = "tokens", tags_field: str = "tag
 
 
 def read_tagged(path) -> TaggedSentences:
-    """CoNLL or JSONL by the file's extension; a missing or empty file is one clear error."""
+    """JSONL by the file's extension, else CoNLL; a missing or empty file is one clear error."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such file")
-    suffix = path.suffix.lower()
-    if suffix in JSONL_SUFFIXES:
-        data = read_tagged_jsonl(path)
-    elif suffix in CONLL_SUFFIXES or suffix == "":
-        data = read_conll(path)
-    else:
-        raise ValueError(f"{path}: unknown file type {suffix!r}; expected CoNLL ({', '.join(CONLL_SUFFIXES)}) or "
-                         f"JSONL ({', '.join(JSONL_SUFFIXES)})")
+    data = read_tagged_jsonl(path) if path.suffix.lower() in JSONL_SUFFIXES else read_conll(path)
     if not data.words:
         raise ValueError(f"{path}: no sentences in the file")
     return data

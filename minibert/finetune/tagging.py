@@ -44,6 +44,12 @@ def encode_words(tokenizer, words: list[str], max_length: int) -> tuple[list[int
     return ids, first
 
 
+def any_word_fits(tokenizer, data: TaggedSentences, max_length: int) -> bool:
+    """Whether some word of `data` gets a token within max_length (so gets a label, or a prediction). Stops at the
+    first sentence that has one: normally the first, so the check costs next to nothing."""
+    return any(max(encode_words(tokenizer, words, max_length)[1], default=-1) >= 0 for words in data.words)
+
+
 def encode_tagged(tokenizer, data: TaggedSentences, tag2id: dict[str, int] | None, max_length: int) \
         -> EncodedSentences:
     encoded, labels, firsts, cut = [], [], [], 0
@@ -90,7 +96,9 @@ def predict_word_tags(model, data: EncodedSentences, pad_id: int, batch_size: in
                 mask = y != IGNORE_INDEX
                 loss_sum -= float(log_probs[row, np.flatnonzero(mask), y[mask]].sum())
                 loss_count += int(mask.sum())
-    loss = loss_sum / max(loss_count, 1) if data.labels is not None else None
+    loss = None
+    if data.labels is not None:  # (a mean over no labelled word is no number: never report it as a loss of 0)
+        loss = loss_sum / loss_count if loss_count else float("nan")
     return tags, scores, loss
 
 

@@ -233,7 +233,7 @@ def train_classifier(model, train_encoded, y_train, eval_encoded, y_eval, label_
 
 
 def fit(model, train_encoded, targets, evaluate_fn, settings: Settings, pad_id: int, headline, on_best=None,
-        log=print, count_correct=None, comm=None, loss_terms=None) -> dict:
+        log=print, count_correct=None, comm=None, loss_terms=None, percent: bool = False) -> dict:
     """Fine-tune `model` (any head) in place.
 
     targets(indices, T) gives the forward's target arguments for a batch padded to T tokens (labels, or start and
@@ -245,7 +245,8 @@ def fit(model, train_encoded, targets, evaluate_fn, settings: Settings, pad_id: 
 
     comm: the ranks of a data-parallel run (training/distributed.py; default: this process alone). Every rank
     calls fit; rank 0 alone evaluates, logs and calls on_best, and only its model gets the best parameters back
-    (the others return after the last step, with empty results). loss_terms: see train_step.
+    (the others return after the last step, with empty results). loss_terms: see train_step. percent: log the
+    `headline` numbers x 100 (QA, as SQuAD reports them; the history keeps fractions).
     """
     from tqdm import tqdm
 
@@ -300,7 +301,8 @@ def fit(model, train_encoded, targets, evaluate_fn, settings: Settings, pad_id: 
         score = metrics[settings.select_metric]
         improved = best is None or score > best[settings.select_metric] or (
             score == best[settings.select_metric] and metrics["loss"] < best["loss"])
-        shown = ", ".join(f"{METRIC_NAMES.get(name, name)} {metrics[name]:.4f}" for name in headline)
+        shown = ", ".join(f"{METRIC_NAMES.get(name, name)} " + (f"{100 * metrics[name]:.1f}" if percent else
+                                                                 f"{metrics[name]:.4f}") for name in headline)
         log(f"epoch {epoch}: train loss {record['train_loss']:.4f}, eval loss {metrics['loss']:.4f}, {shown}"
             f"{' (best so far)' if improved else ''}")
         if improved:

@@ -238,8 +238,10 @@ def ranks_differ(what: str, size: int, low: int, high: int) -> RuntimeError:
 
 def report_rank_error(e: BaseException, prefix: str, rank: int, size: int) -> int:
     """Print one line naming the rank (and a traceback for unexpected errors); return the exit status."""
-    expected = isinstance(e, (ValueError, FileNotFoundError, FileExistsError, NotADirectoryError, ImportError,
-                              KeyboardInterrupt, RuntimeError))
+    # Expected (one line, no traceback): what cli.main reports as one line (bad input, a path that cannot be
+    # written, a missing optional package: keep the two lists alike), Ctrl-C, and RuntimeError (ranks that differ).
+    expected = isinstance(e, (ValueError, FileNotFoundError, FileExistsError, NotADirectoryError, IsADirectoryError,
+                              PermissionError, ImportError, KeyboardInterrupt, RuntimeError))
     if not expected or os.environ.get("MINIBERT_DEBUG"):
         traceback.print_exception(type(e), e, e.__traceback__)
     problem = "interrupted" if isinstance(e, KeyboardInterrupt) else f"error: {e}"

@@ -60,7 +60,8 @@ def test_eval_tag_of_an_unknown_type_is_one_clear_line():
     ("mixed.jsonl", json.dumps({"tokens": ["a"], "tags": ["O"]}) + "\n" + json.dumps({"tokens": ["b"]}) + "\n",
      r"mixed.jsonl: sentence 2 has no 'tags'"),
     ("words.jsonl", json.dumps({"words": ["a"]}) + "\n", r"words.jsonl: sentence 1: expected 'tokens' as a list"),
-    ("words.csv", "a,b\n", "unknown file type '.csv'"),
+    # (any file not named as JSONL is read as CoNLL; a format error then says so)
+    ("words.csv", "a,b\n", r"words.csv:1: expected a token and its tag .*\(read as CoNLL: only .jsonl"),
 ])
 def test_bad_files(tmp_path, name, text, message):
     path = tmp_path / name
