@@ -37,7 +37,7 @@ scores of one question's answers compare, those of different questions do not)."
     parser.add_argument("--model", required=True, metavar="DIR", help="fine-tuned model folder (config.json with "
                         "id2label, model.safetensors, vocab.txt)")
     parser.add_argument("--input", metavar="FILE", help="a .csv, .tsv or .jsonl file of texts")
-    parser.add_argument("--text-column", default="text", metavar="COL", help="column of the text (default: text)")
+    parser.add_argument("--text-column", metavar="COL", help="column of --input's texts (default: text)")
     parser.add_argument("--text-pair-column", metavar="COL", help="column of the second text, for pair models")
     parser.add_argument("--label-column", metavar="COL",
                         help="column of true labels: report accuracy and macro-F1 of the predictions")
@@ -47,8 +47,10 @@ scores of one question's answers compare, those of different questions do not)."
     parser.add_argument("--workers", type=int, default=None,
                         help="batches run at once, each on its own thread and core (default: the cores, at most 4; 1 when OPENBLAS_NUM_THREADS=1); each holds its own activations, so memory grows with it")
     parser.add_argument("--max-length", type=int, default=None,
-                        help="tokens per text, longer ones truncated (default: 128 for a text classifier, 512 for "
-                             "a word tagger, 384 for a QA model's windows; at most the model's limit)")
+                        help="tokens per text, longer ones truncated (default: the length the model was fine-tuned "
+                             "with, which 'minibert finetune' records in its config.json; for a folder without that "
+                             "record 128 for a text classifier, 512 for a word tagger, 384 for a QA model's "
+                             "windows; at most the model's limit)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("--task-type", choices=("auto", "sequence", "tokens", "qa"), default="auto",
                         help="what the model does (default auto: from config.json's architectures; a type that "
@@ -57,12 +59,13 @@ scores of one question's answers compare, those of different questions do not)."
     qa.add_argument("--question", metavar="TEXT", help="the question (a QA model)")
     qa.add_argument("--context", metavar="TEXT", help="the text that holds the answer (a QA model)")
     qa.add_argument("--context-file", metavar="FILE", help="read the context from a UTF-8 text file")
-    qa.add_argument("--max-answer-length", type=int, default=30, metavar="N",
-                    help="longest answer considered, in tokens (default 30)")
+    qa.add_argument("--max-answer-length", type=int, default=None, metavar="N",
+                    help="longest answer considered, in tokens (default: the fine-tuning's, recorded in config.json, "
+                         "else 30)")
     qa.add_argument("--doc-stride", type=int, default=None, metavar="N",
-                    help="overlap in tokens of the windows a long context is cut into (default: min(128, "
-                         "a third of --max-length))")
-    qa.add_argument("--top-k", type=int, default=1, metavar="K",
+                    help="overlap in tokens of the windows a long context is cut into (default: the fine-tuning's, "
+                         "recorded in config.json, else min(128, a third of --max-length))")
+    qa.add_argument("--top-k", type=int, default=None, metavar="K",
                     help="print the K best answers with their scores, start + end logit (default 1)")
 
 
@@ -97,9 +100,14 @@ def _write_jsonl(records) -> str:
 
 
 def checked_max_length(args, config, default: int, minimum: int) -> int:
-    """--max-length, or `default` cut to the model's positions; between `minimum` and the limit of the model's
-    config (a BertConfig: checked before the weights load)."""
+    """--max-length, or the length the model was fine-tuned with (loading.save_classifier records it in
+    config.json), or for a folder without that record `default`, cut to the model's positions; between `minimum`
+    and the limit of the model's config (a BertConfig: checked before the weights load). Predicting at the
+    fine-tuning's length reads every text as training and the reported scores did."""
+    from minibert.finetune.loading import finetuning_record
+
     limit = config.max_tokens
+    default = finetuning_record(config).get("max_length") or default
     max_length = args.max_length if args.max_length is not None else min(default, limit)
     if not minimum <= max_length <= limit:
         raise ValueError(f"--max-length {max_length} must be between {minimum} and the model's "
@@ -124,6 +132,22 @@ def _check_input(path: str) -> None:
         raise FileNotFoundError(f"--input {path}: " + ("is a folder; expected a .csv, .tsv or .jsonl file"
                                                        if p.is_dir() else "no such file"))
     _option_format(file_format, "--input", path)
+
+
+def _pairs_note(args, config, pairs: bool) -> str | None:
+    """A note when the texts are read otherwise than the model was fine-tuned on them (pairs, or single texts;
+    as config.json records it): the predictions are then of inputs it never saw, though nothing fails."""
+    from minibert.finetune.loading import finetuning_record
+
+    trained_on_pairs = finetuning_record(config).get("text_pairs")
+    if trained_on_pairs and not pairs:
+        how = "add --text-pair-column COL" if args.input else "give them with --input FILE --text-pair-column COL"
+        return (f"note: {args.model} was fine-tuned on text pairs, but each text here is read alone: {how} to "
+                f"classify pairs")
+    if trained_on_pairs is False and pairs:
+        return (f"note: {args.model} was fine-tuned on single texts, but --text-pair-column adds a second text to "
+                f"each")
+    return None
 
 
 HEADS = {"sequence": "text classifier", "tokens": "word tagger", "qa": "question answering model"}
@@ -166,6 +190,13 @@ def run(args) -> int:
     if args.question or args.context or args.context_file:
         raise ValueError(f"--question/--context are for question answering models; {args.model} is a "
                          f"{HEADS[task_type]}")
+    qa_only = [flag for flag, value in (("--doc-stride", args.doc_stride), ("--max-answer-length",
+                                        args.max_answer_length), ("--top-k", args.top_k)) if value is not None]
+    if qa_only:  # (ignored otherwise: one line rather than silence)
+        raise ValueError(f"{'/'.join(qa_only)}: for question answering models; {args.model} is a "
+                         f"{HEADS[task_type]}")
+    if args.text_column is not None and not args.input:
+        raise ValueError("--text-column names the column of --input FILE; texts given as arguments have none")
     if args.output:  # a folder, an unwritable place or the input file fail now, not after the work
         check_output_file(args.output, "--output", {"--input": args.input})
     if task_type == "tokens":
@@ -183,7 +214,7 @@ def run(args) -> int:
                 raise ValueError(f"--output {args.output}: a tagger writes JSONL (one object per text); use .jsonl")
         if args.input:
             _check_input(args.input)
-        texts = load_examples(args.input, args.text_column).texts if args.input else list(args.texts)
+        texts = load_examples(args.input, args.text_column or "text").texts if args.input else list(args.texts)
         checkpoint, tokenizer_dir = resolve_model(args.model)
         from minibert.commands.predict_tokens import run_tag
         return run_tag(args, checkpoint, tokenizer_dir, texts)
@@ -197,15 +228,18 @@ def run(args) -> int:
         _option_format(file_format, "--output", args.output)  # an unknown extension fails now, not after the work
     if args.input:
         _check_input(args.input)
-        examples = load_examples(args.input, args.text_column, args.label_column, args.text_pair_column)
+        examples = load_examples(args.input, args.text_column or "text", args.label_column, args.text_pair_column)
     else:
         if args.label_column or args.text_pair_column:
             raise ValueError("--label-column and --text-pair-column need --input FILE")
         examples = Examples(list(args.texts), source="arguments")
     checkpoint, tokenizer_dir = resolve_model(args.model)
+    config = BertConfig.from_json_file(checkpoint)
     # [CLS] text [SEP] (and pair [SEP]): fewer tokens than that leave no room for the text
-    max_length = checked_max_length(args, BertConfig.from_json_file(checkpoint), default=128,
-                                    minimum=3 if examples.text_pairs is not None else 2)
+    max_length = checked_max_length(args, config, default=128, minimum=3 if examples.text_pairs is not None else 2)
+    note = _pairs_note(args, config, examples.text_pairs is not None)
+    if note:
+        print(note, file=sys.stderr)
     model = load_classifier(checkpoint, log=lambda m: print(m, file=sys.stderr))
     label_names = [model.id2label[i] for i in range(model.num_labels)]
     if examples.labels is not None:

@@ -12,7 +12,7 @@ import sys
 def run_answer(args) -> int:
     from minibert.commands.predict import checked_max_length
     from minibert.config import BertConfig
-    from minibert.finetune.loading import load_classifier, load_tokenizer
+    from minibert.finetune.loading import finetuning_record, load_classifier, load_tokenizer
     from minibert.finetune.model_source import resolve_model
     from minibert.finetune.qa_features import windows_of
     from minibert.finetune.qa_predict import answer_questions
@@ -24,6 +24,11 @@ def run_answer(args) -> int:
         raise ValueError("a question answering model takes --question and --context (or --context-file), not texts")
     if args.output:
         raise ValueError("--output: a question answering model prints its answers (add --json for JSON)")
+    columns = [flag for flag, value in (("--text-column", args.text_column), ("--label-column", args.label_column),
+                                        ("--text-pair-column", args.text_pair_column)) if value is not None]
+    if columns:
+        raise ValueError(f"{'/'.join(columns)}: a question answering model reads no --input file; give --question "
+                         f"and --context")
     if not args.question or not args.question.strip():
         raise ValueError("give the question with --question TEXT")
     if (args.context is None) == (args.context_file is None):
@@ -33,20 +38,31 @@ def run_answer(args) -> int:
         where = f"--context-file {args.context_file}" if args.context is None else "--context"
         raise ValueError(f"{where}: the context is empty: give the text that holds the answer")
     for name, value in (("--max-answer-length", args.max_answer_length), ("--top-k", args.top_k)):
-        if value < 1:
+        if value is not None and value < 1:
             raise ValueError(f"{name} must be at least 1, got {value}")
     if args.doc_stride is not None and args.doc_stride < 0:
         raise ValueError(f"--doc-stride must be >= 0, got {args.doc_stride}")
     checkpoint, tokenizer_dir = resolve_model(args.model)
-    max_length = checked_max_length(args, BertConfig.from_json_file(checkpoint), default=384, minimum=4)
+    config = BertConfig.from_json_file(checkpoint)
+    record = finetuning_record(config)  # (the windows and answers of the fine-tuning's evaluation, by default)
+    max_length = checked_max_length(args, config, default=384, minimum=4)
     tokenizer = load_tokenizer(tokenizer_dir)
     example = QAExample("question", args.question, context)
-    stride = args.doc_stride if args.doc_stride is not None else min(128, max_length // 3)
+    if args.doc_stride is not None:
+        stride = args.doc_stride
+    elif "doc_stride" in record and max_length == record.get("max_length"):  # the fine-tuning's windows
+        stride = record["doc_stride"]
+    else:
+        stride = min(128, max_length // 3)
     windows = windows_of(tokenizer, args.question, context, max_length, stride,
                          where="--question")  # a question too long for the window fails before the weights load
+    if not any(o is not None for o in windows[0].context_offsets):  # (e.g. only control characters: no token)
+        where = f"--context-file {args.context_file}" if args.context is None else "--context"
+        raise ValueError(f"{where}: the context has no token to answer with")
+    max_answer_length = args.max_answer_length or record.get("max_answer_length") or 30  # (0 is refused above)
     model = load_classifier(checkpoint, log=lambda m: print(m, file=sys.stderr), cls=BertForQuestionAnswering)
-    results, _ = answer_questions(model, [example], windows, tokenizer.pad_token_id, args.max_answer_length,
-                                  k=args.top_k, workers=args.workers, align_to_words=True)
+    results, _ = answer_questions(model, [example], windows, tokenizer.pad_token_id, max_answer_length,
+                                  k=args.top_k or 1, workers=args.workers, align_to_words=True)
     answers, null_score = results[0]["answers"], results[0]["null_score"]
     # A model fine-tuned on SQuAD 2.0 says "no answer" by scoring [CLS] above every span.
     no_answer = not answers or null_score > answers[0]["score"]
@@ -56,7 +72,8 @@ def run_answer(args) -> int:
     else:
         for a in answers:
             print(f"{a['text']}\t{a['score']:.3f}")
-        if no_answer:
+        # (one fine-tuned on v1.1 data, as config.json records it, was never taught to: its answer stands)
+        if no_answer and not (answers and record.get("squad_version") == "1.1"):
             print(f"note: the no-answer score ({null_score:.3f}) is higher than every span's: a model fine-tuned on "
                   f"SQuAD 2.0 means 'no answer in the context'", file=sys.stderr)
     return 0
