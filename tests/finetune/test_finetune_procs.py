@@ -20,7 +20,6 @@ from safetensors.numpy import load_file
 from finetune_helpers import make_examples, make_model_dir, write_rows
 from heads_helpers import make_tiny_model_dir
 from mpi_helpers import assert_ended_cleanly, ranks, requires_mpi, terminate_when
-import minibert.training.procs as procs
 from minibert.cli import main
 from minibert.finetune import synthetic
 
@@ -94,17 +93,6 @@ def test_under_mpiexec_the_ranks_do_the_same(tmp_path):
     train = write_rows(tmp_path / "train.csv", make_examples(64, seed=1))
     eval_ = write_rows(tmp_path / "eval.csv", make_examples(30, seed=2))
     assert_same_run(tmp_path, ["--model", model, "--train", train, "--eval", eval_, *COMMON], launcher="mpiexec")
-
-
-@pytest.fixture
-def launches(monkeypatch):
-    """No BLAS thread count in the environment and 4 usable cores; becoming rank 0 only recorded."""
-    for name in procs.THREAD_VARIABLES:
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setattr(procs, "usable_cores", lambda: 4)
-    calls = []
-    monkeypatch.setattr(procs, "become_rank0", lambda command, n: calls.append((command, n)) or sys.exit(0))
-    return calls
 
 
 def test_the_default_trains_on_two_processes_after_checking_everything(tmp_path, launches):

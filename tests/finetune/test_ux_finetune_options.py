@@ -5,7 +5,6 @@ log says which dropout the run uses, CoNLL-2003's own file names are read, and Q
 import json
 import os
 import re
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -13,7 +12,6 @@ import pytest
 
 from finetune_helpers import make_examples, make_model_dir, write_rows
 from heads_helpers import FIXTURES, make_tiny_model_dir
-import minibert.training.procs as procs
 from minibert.cli import main
 from minibert.finetune import synthetic
 
@@ -23,18 +21,6 @@ def one_line_error(capsys, argv) -> str:
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and err.startswith("minibert finetune: error: "), err
     return err
-
-
-@pytest.fixture
-def launches(monkeypatch):
-    """Two processes by default (no BLAS thread count set, 4 usable cores); becoming rank 0 is only recorded, so
-    a check that ran in the ranks, not before them, shows as a recorded start."""
-    for name in procs.THREAD_VARIABLES:
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setattr(procs, "usable_cores", lambda: 4)
-    calls = []
-    monkeypatch.setattr(procs, "become_rank0", lambda command, n: calls.append((command, n)) or sys.exit(0))
-    return calls
 
 
 @pytest.fixture
