@@ -64,12 +64,9 @@ def main(argv: list[str] | None = None) -> int:
         code = int(module.run(args) or 0)
         sys.stdout.flush()  # (here, so that a closed pipe is met below and not at exit)
         return code
-    except BrokenPipeError:
-        # The reader of our output stopped reading (`minibert params | head`): not an error to report. What is left
-        # in the buffer goes nowhere, and the status is a shell's for a process ended by SIGPIPE.
-        import os
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 141
+    except BrokenPipeError:  # the reader of our output stopped reading (`minibert params | head`)
+        from minibert.training.distributed import closed_pipe_status
+        return closed_pipe_status()
     except (ValueError, FileNotFoundError, FileExistsError, NotADirectoryError, IsADirectoryError, PermissionError,
             ImportError) as e:
         # Bad input, a path that cannot be written, or a missing optional package: one clear line, no traceback

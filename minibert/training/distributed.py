@@ -236,8 +236,18 @@ def ranks_differ(what: str, size: int, low: int, high: int) -> RuntimeError:
                         f"valid")
 
 
+def closed_pipe_status() -> int:
+    """The reader of our output went away (`minibert pretrain | head`): not an error to report. Whatever is still
+    to be written goes nowhere (so that nothing fails again at exit), and the status is a shell's for a process
+    ended by SIGPIPE."""
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return 141
+
+
 def report_rank_error(e: BaseException, prefix: str, rank: int, size: int) -> int:
     """Print one line naming the rank (and a traceback for unexpected errors); return the exit status."""
+    if isinstance(e, BrokenPipeError):  # (quietly, as cli.main does; the other ranks are ended all the same)
+        return closed_pipe_status()
     # Expected (one line, no traceback): what cli.main reports as one line (bad input, a path that cannot be
     # written, a missing optional package: keep the two lists alike), Ctrl-C, and RuntimeError (ranks that differ).
     expected = isinstance(e, (ValueError, FileNotFoundError, FileExistsError, NotADirectoryError, IsADirectoryError,

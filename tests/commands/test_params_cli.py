@@ -83,3 +83,25 @@ def test_output_into_a_closed_pipe_ends_quietly_with_sigpipes_status():
     finally:
         os.close(write_end)
     assert done.returncode == 141 and done.stderr == ""
+
+
+def test_a_training_command_on_two_processes_ends_quietly_on_a_closed_pipe(tmp_path):
+    # The same for `minibert pretrain | head -1` on the default two processes: there the error reaches the ranks'
+    # error reporting first, which must not print a traceback and a rank's error line for it either.
+    import os
+    import subprocess
+    import sys
+
+    from pretrain_helpers import synthetic_documents, write_corpus
+    corpus = write_corpus(tmp_path / "c.txt", synthetic_documents(40))
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        done = subprocess.run([sys.executable, "-m", "minibert", "pretrain", "--corpus", str(corpus), "--config", "tiny",
+                               "--vocab-size", "120", "--seq-len", "32", "--batch-size", "8", "--steps", "3",
+                               "--runs-dir", str(tmp_path / "runs"), "--procs", "2", "--quiet"],
+                              stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=300,
+                              env={**os.environ, "MINIBERT_CACHE": str(tmp_path / "cache")})
+    finally:
+        os.close(write_end)
+    assert done.returncode == 141 and done.stderr == "", done.stderr
