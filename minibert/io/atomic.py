@@ -41,28 +41,22 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
 
 
 def _default_permissions(path: Path) -> None:
-    """Give a written file the permissions a plain open() would (0o666 less the umask): some writers make theirs
-    private (safetensors 0.8 writes 0o600), and a model in a shared runs folder must be as readable as its
-    config.json next to it."""
-    if not path.is_file():
+    """Give a file its writer made private (safetensors 0.8 writes 0o600) the permissions a plain open() gets in
+    its folder, so that a model in a shared runs folder is as readable as the config.json beside it. What open()
+    gets (the umask, or the folder's default ACL) is read off a probe file made there; a file system that keeps
+    no modes (chmod fails) is left alone."""
+    if not path.is_file() or stat.S_IMODE(path.stat().st_mode) & 0o077:  # (not private: as its writer meant)
         return
-    wanted = 0o666 & ~_umask()
-    if stat.S_IMODE(path.stat().st_mode) != wanted:
-        os.chmod(path, wanted)
-
-
-def _umask() -> int:
-    """The process's umask, read without changing it (Linux: /proc; elsewhere set and put back at once)."""
+    probe = path.with_name(path.name + ".mode")
     try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith("Umask:"):
-                    return int(line.split()[1], 8)
-    except (OSError, ValueError, IndexError):
-        pass
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
+        with open(probe, "x"):
+            pass
+        wanted = stat.S_IMODE(probe.stat().st_mode) & 0o666
+        probe.unlink()
+        os.chmod(path, wanted)
+    except OSError:
+        with contextlib.suppress(OSError):
+            probe.unlink()
 
 
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:

@@ -137,3 +137,27 @@ def test_saved_weights_get_the_same_permissions_as_any_other_file(tmp_path):
         os.umask(old)
     mode = stat.S_IMODE((tmp_path / "model.safetensors").stat().st_mode)
     assert mode == stat.S_IMODE((tmp_path / "plain.txt").stat().st_mode) == 0o644
+
+
+def test_saved_weights_follow_the_folders_default_acl_like_other_files(tmp_path):
+    # A shared runs folder is usually set up with a default ACL (group-writable files): the weights get what
+    # open() gives there, and files whose writer did not make them private keep what they got.
+    import os
+    import stat
+
+    from minibert.io.atomic import atomic_write_text
+    from minibert.io.safetensors_io import save_safetensors
+    folder = tmp_path / "shared"
+    folder.mkdir()
+    undefined = 0xFFFFFFFF  # u::rw- g::rw- o::r--, as `setfacl -d -m g::rw folder` would leave it
+    acl = struct.pack("<I", 2) + b"".join(struct.pack("<HHI", tag, perm, undefined)
+                                         for tag, perm in ((0x01, 6), (0x04, 6), (0x20, 4)))
+    try:
+        os.setxattr(folder, "system.posix_acl_default", acl)
+    except (OSError, AttributeError):
+        pytest.skip("no POSIX ACLs on this file system")
+    (folder / "plain.txt").write_text("x")
+    atomic_write_text(folder / "atomic.txt", "x")
+    save_safetensors({"w": np.zeros(3, dtype=np.float32)}, folder / "model.safetensors")
+    modes = {f.name: stat.S_IMODE(f.stat().st_mode) for f in folder.iterdir()}
+    assert modes == {"plain.txt": 0o664, "atomic.txt": 0o664, "model.safetensors": 0o664}  # and no probe left
