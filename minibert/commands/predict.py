@@ -235,8 +235,10 @@ def run(args) -> int:
         examples = Examples(list(args.texts), source="arguments")
     checkpoint, tokenizer_dir = resolve_model(args.model)
     config = BertConfig.from_json_file(checkpoint)
-    # [CLS] text [SEP] (and pair [SEP]): fewer tokens than that leave no room for the text
-    max_length = checked_max_length(args, config, default=128, minimum=3 if examples.text_pairs is not None else 2)
+    # [CLS] text [SEP] (and pair [SEP]): fewer tokens than fine-tuning allows leave no room for the text
+    from minibert.commands.finetune_setup import MIN_MAX_LENGTH
+    minimum = MIN_MAX_LENGTH["pairs" if examples.text_pairs is not None else "sequence"][0]
+    max_length = checked_max_length(args, config, default=128, minimum=minimum)
     note = _pairs_note(args, config, examples.text_pairs is not None)
     if note:
         print(note, file=sys.stderr)

@@ -45,7 +45,8 @@ def run_answer(args) -> int:
     checkpoint, tokenizer_dir = resolve_model(args.model)
     config = BertConfig.from_json_file(checkpoint)
     record = finetuning_record(config)  # (the windows and answers of the fine-tuning's evaluation, by default)
-    max_length = checked_max_length(args, config, default=384, minimum=4)
+    from minibert.commands.finetune_setup import MIN_MAX_LENGTH
+    max_length = checked_max_length(args, config, default=384, minimum=MIN_MAX_LENGTH["qa"][0])
     tokenizer = load_tokenizer(tokenizer_dir)
     example = QAExample("question", args.question, context)
     if args.doc_stride is not None:

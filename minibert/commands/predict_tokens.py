@@ -8,6 +8,7 @@ import sys
 
 
 def run_tag(args, checkpoint, tokenizer_dir, texts: list[str]) -> int:
+    from minibert.commands.finetune_setup import MIN_MAX_LENGTH
     from minibert.commands.predict import checked_max_length
     from minibert.config import BertConfig
     from minibert.finetune.loading import load_classifier, load_tokenizer
@@ -15,14 +16,17 @@ def run_tag(args, checkpoint, tokenizer_dir, texts: list[str]) -> int:
     from minibert.io.atomic import atomic_write_text
     from minibert.models.token_classification import BertForTokenClassification
 
-    max_length = checked_max_length(args, BertConfig.from_json_file(checkpoint), default=512, minimum=3)
+    max_length = checked_max_length(args, BertConfig.from_json_file(checkpoint), default=512,
+                                    minimum=MIN_MAX_LENGTH["tokens"][0])
     model = load_classifier(checkpoint, log=lambda m: print(m, file=sys.stderr), cls=BertForTokenClassification)
     tokenizer = load_tokenizer(tokenizer_dir)
     records = tag_texts(model, tokenizer, texts, max_length, args.batch_size,
                         progress=not args.no_progress and len(texts) > args.batch_size, workers=args.workers)
     # Words past --max-length tokens get no token, so no tag: say so, rather than print a shorter text silently.
-    cut = [(i, r["words"][-1]["end"] if r["words"] else 0) for i, r in enumerate(records)]
-    cut = [(i, end) for i, end in cut if records[i]["text"][end:].strip()]
+    # (Cut means more pieces than fit beside [CLS] and [SEP]; text after the last tagged word may also be
+    # characters that make no token at all, such as a soft hyphen.)
+    cut = [(i, r["words"][-1]["end"] if r["words"] else 0) for i, r in enumerate(records)
+           if len(tokenizer.tokenize(r["text"])) > max_length - 2]
     if cut:
         which = ", ".join(f"text {i + 1} after character {end}" for i, end in cut[:5])
         which += " ..." if len(cut) > 5 else ""

@@ -77,14 +77,15 @@ def hold_run_dir(run: Path) -> None:
             f.close()
             if e.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
                 raise FileExistsError(f"run folder {run} is being trained by another process right now; let it "
-                                      f"finish, or pick another --name") from None
+                                      f"finish (or, for a new run, pick another --name)") from None
             return  # (ENOSYS, ENOLCK: no locking here)
     _held[key] = f
 
 
 def check_not_being_trained(run: Path) -> None:
-    """Refuse `run` at once if another live process is training it (holds its lock), without holding it: the
-    early check of --resume, before any data is prepared; the training then takes the lock itself."""
+    """Refuse `run` if another live process is training it (holds its lock past hold_run_dir's grace period),
+    without holding it: the early check of --resume, before any data is prepared; the training then takes the
+    lock itself."""
     key = str(Path(run).resolve())
     if key in _held:
         return

@@ -243,6 +243,9 @@ def test_tagger_notes_the_words_it_did_not_tag(models, capsys):
     assert f"note: 1 text is longer than --max-length {LIMIT} tokens: the words past it are not tagged (text 1 " \
            f"after character" in captured.err
     assert len(captured.out.splitlines()) == 2
+    # A short text that ends in characters of no token (a soft hyphen) was not cut: no note.
+    assert main(["predict", "--model", str(models["tokens"]), "anna was born in oslo \u00ad", "--json"]) == 0
+    assert "note:" not in capsys.readouterr().err
 
 
 def test_qa_refuses_an_empty_context(models, tmp_path, capsys, monkeypatch):
@@ -258,8 +261,8 @@ def test_qa_refuses_an_empty_context(models, tmp_path, capsys, monkeypatch):
 
 def test_classifier_max_length_leaves_room_for_the_special_tokens(models, capsys, monkeypatch):
     never_loaded(monkeypatch)
-    err = one_line_error(capsys, ["predict", "--model", str(models["sequence"]), "the cat", "--max-length", "1"])
-    assert "--max-length 1 must be between 2 and the model's max_position_embeddings" in err
+    err = one_line_error(capsys, ["predict", "--model", str(models["sequence"]), "the cat", "--max-length", "2"])
+    assert "--max-length 2 must be between 3 and the model's max_position_embeddings" in err
 
 
 @pytest.mark.parametrize("model, argv, message", [

@@ -109,7 +109,7 @@ def test_embed_plot_words_file_errors_name_the_option(models, tmp_path, capsys, 
     (["similarity", "--max-length", "17", "a cat", "a dog"],
      "--max-length 17 must be between 2 and the model's max_position_embeddings (16)"),
     (["predict", "--max-length", "17", "a cat"],
-     "--max-length 17 must be between 2 and the model's max_position_embeddings (16)"),
+     "--max-length 17 must be between 3 and the model's max_position_embeddings (16)"),
 ])
 def test_bad_numbers_are_refused_before_the_model_loads(models, capsys, monkeypatch, argv, message):
     never_loaded(monkeypatch)
