@@ -19,6 +19,7 @@ import time
 from dataclasses import asdict, dataclass
 from statistics import median
 
+from minibert._malloc import release_freed_memory
 from minibert.optim import AdamW, clip_grad_norm
 from minibert.training.sharded import shard_bounds
 
@@ -106,4 +107,8 @@ def measure_step_seconds(model, batch: dict, use_nsp: bool, repeats: int = 3, ra
         times.append(time.perf_counter() - t)
     model.zero_grad()
     model.rng.bit_generator.state = rng_state
+    # The probe's copy of the weights and its moments (24 MB for mini) are freed here; malloc would keep them in the
+    # process for good (minibert/_malloc.py), so they are handed back (docs/memory.md).
+    del probe_optimizer
+    release_freed_memory()
     return median(times[1:])

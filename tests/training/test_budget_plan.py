@@ -2,6 +2,7 @@
 
 import json
 import re
+import weakref
 
 import numpy as np
 import pytest
@@ -77,10 +78,21 @@ def test_measuring_a_step_changes_nothing_in_the_run(ranks, monkeypatch):
     batch = {"input_ids": ids, "token_type_ids": np.zeros_like(ids), "attention_mask": np.ones_like(ids),
              "labels": np.where(rng.random(ids.shape) < 0.3, ids, -100), "next_sentence_label": np.zeros(2, int)}
     weights, stream = model.params.buffer.copy(), model.rng.bit_generator.state
-    sizes = []
+    sizes, probes, alive_at_release = [], [], []
     real_adamw = budget.AdamW
-    monkeypatch.setattr(budget, "AdamW", lambda *a, **k: sizes.append(k.get("shard")) or real_adamw(*a, **k))
+
+    def probe_adamw(*args, **kwargs):
+        sizes.append(kwargs.get("shard"))
+        optimizer = real_adamw(*args, **kwargs)
+        probes.append(weakref.ref(optimizer))
+        return optimizer
+    monkeypatch.setattr(budget, "AdamW", probe_adamw)
+    # The probe's copies (weights, moments) are freed and handed back to the system before it returns: malloc
+    # would otherwise keep them in the process for the whole run (24 MB for mini).
+    monkeypatch.setattr(budget, "release_freed_memory",
+                        lambda: alive_at_release.append(sum(ref() is not None for ref in probes)))
     assert measure_step_seconds(model, batch, use_nsp=False, repeats=1, ranks=ranks) > 0
+    assert alive_at_release == [0]
     assert np.array_equal(model.params.buffer, weights) and not model.grads.buffer.any()
     assert model.rng.bit_generator.state == stream
     if ranks == 1:
