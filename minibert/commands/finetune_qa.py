@@ -12,12 +12,15 @@ import math
 import time
 
 
-DEFAULT_MAX_ANSWER_LENGTH = 30
-
-
 def doc_stride(args, max_length: int) -> int:
     """--doc-stride, or min(128, a third of the window)."""
-    return args.doc_stride if args.doc_stride is not None else min(128, max_length // 3)
+    from minibert.finetune.qa_features import default_doc_stride
+    return args.doc_stride if args.doc_stride is not None else default_doc_stride(max_length)
+
+
+def data_sources(args) -> dict:
+    """The file each data set comes from, for messages (a held-out eval split: the --train file)."""
+    return {"train": args.train, "eval": args.eval or args.train, "test": args.test}
 
 
 def _split_by_context(examples, fraction, seed, source):
@@ -77,7 +80,7 @@ def _check_windows(args, prepared, settings, tokenizer):
                          f"the stride; give --doc-stride {max(context_room(1, L) - 1, 0)} or less, or a larger "
                          f"--max-length")
     train, eval_, test, _ = prepared
-    sources = {"train": args.train, "eval": args.eval or args.train, "test": args.test}
+    sources = data_sources(args)
     for name, examples in (("train", train), ("eval", eval_), ("test", test)):
         for e in examples or []:
             check_fits(tokenizer.encode(e.question, add_special_tokens=False).input_ids, L, stride,
@@ -89,7 +92,7 @@ def run_qa(args, comm) -> int:
                                                   run_summary, setup_training, splits_of_this_rank, write_summary)
     from minibert.finetune.loading import load_for_finetuning
     from minibert.finetune.qa_features import build_windows
-    from minibert.finetune.qa_predict import answer_questions
+    from minibert.finetune.qa_predict import DEFAULT_MAX_ANSWER_LENGTH, answer_questions
     from minibert.finetune.squad_metrics import squad_scores
     from minibert.finetune.train import evaluation, fit
     from minibert.models.question_answering import BertForQuestionAnswering
@@ -105,7 +108,7 @@ def run_qa(args, comm) -> int:
     L, stride = settings.max_length, doc_stride(args, settings.max_length)
     max_answer_length = (args.max_answer_length if args.max_answer_length is not None else
                          DEFAULT_MAX_ANSWER_LENGTH)
-    sources = {"train": args.train, "eval": args.eval or args.train, "test": args.test}
+    sources = data_sources(args)
     windows = {name: build_windows(tokenizer, data, L, stride, with_answers=True, source=sources[name])
                for name, data in splits_of_this_rank(comm, train, eval_, test).items()}  # (rank 0 alone evaluates)
     log(f"data: {args.train} (SQuAD {'v2.0, with unanswerable questions' if v2 else 'v1.1'}): {len(train)} train / "

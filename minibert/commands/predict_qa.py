@@ -14,8 +14,8 @@ def run_answer(args) -> int:
     from minibert.config import BertConfig
     from minibert.finetune.loading import finetuning_record, load_classifier, load_tokenizer
     from minibert.finetune.model_source import resolve_model
-    from minibert.finetune.qa_features import windows_of
-    from minibert.finetune.qa_predict import answer_questions
+    from minibert.finetune.qa_features import default_doc_stride, windows_of
+    from minibert.finetune.qa_predict import DEFAULT_MAX_ANSWER_LENGTH, answer_questions
     from minibert.finetune.squad_data import QAExample
     from minibert.io.atomic import read_text_file
     from minibert.models.question_answering import BertForQuestionAnswering
@@ -34,8 +34,8 @@ def run_answer(args) -> int:
     if (args.context is None) == (args.context_file is None):
         raise ValueError("give the context with --context TEXT or --context-file FILE (one of the two)")
     context = args.context if args.context is not None else read_text_file(args.context_file, "--context-file")
+    where = f"--context-file {args.context_file}" if args.context is None else "--context"  # (for messages)
     if not context.strip():
-        where = f"--context-file {args.context_file}" if args.context is None else "--context"
         raise ValueError(f"{where}: the context is empty: give the text that holds the answer")
     for name, value in (("--max-answer-length", args.max_answer_length), ("--top-k", args.top_k)):
         if value is not None and value < 1:
@@ -54,13 +54,13 @@ def run_answer(args) -> int:
     elif "doc_stride" in record and max_length == record.get("max_length"):  # the fine-tuning's windows
         stride = record["doc_stride"]
     else:
-        stride = min(128, max_length // 3)
+        stride = default_doc_stride(max_length)
     windows = windows_of(tokenizer, args.question, context, max_length, stride,
                          where="--question")  # a question too long for the window fails before the weights load
     if not any(o is not None for o in windows[0].context_offsets):  # (e.g. only control characters: no token)
-        where = f"--context-file {args.context_file}" if args.context is None else "--context"
         raise ValueError(f"{where}: the context has no token to answer with")
-    max_answer_length = args.max_answer_length or record.get("max_answer_length") or 30  # (0 is refused above)
+    max_answer_length = (args.max_answer_length or record.get("max_answer_length")
+                         or DEFAULT_MAX_ANSWER_LENGTH)  # (0 is refused above)
     model = load_classifier(checkpoint, log=lambda m: print(m, file=sys.stderr), cls=BertForQuestionAnswering)
     results, _ = answer_questions(model, [example], windows, tokenizer.pad_token_id, max_answer_length,
                                   k=args.top_k or 1, workers=args.workers, align_to_words=True)

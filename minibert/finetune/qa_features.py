@@ -24,6 +24,12 @@ class Window:
     end_position: int = 0
 
 
+def default_doc_stride(max_length: int) -> int:
+    """The overlap of a long context's windows when none is given: min(128, a third of the window), as fine-tuning
+    and prediction both cut them."""
+    return min(128, max_length // 3)
+
+
 def context_room(question_tokens: int, max_length: int) -> int:
     """How many context tokens fit in a window after [CLS] question [SEP] ... [SEP]."""
     return max_length - question_tokens - 3

@@ -20,6 +20,9 @@ from minibert.finetune.train import forward_in_batches
 from minibert.tokenizer.basic import is_cjk, is_punctuation
 
 
+DEFAULT_MAX_ANSWER_LENGTH = 30  # tokens: the longest answer considered when none is given (fine-tuning, predict)
+
+
 def _in_word(char: str) -> bool:
     # A word as BERT's basic tokenizer splits text: a run of characters that are not white space, punctuation
     # or CJK (each of those is a word of its own).
@@ -62,7 +65,7 @@ def span_chars(offsets, s, e, context: str | None = None) -> tuple[int, int]:
     return (a, b) if context is None else word_span(context, a, b)
 
 
-def answer_questions(model, examples, windows, pad_id, max_answer_length=30, allow_null=False, k=1,
+def answer_questions(model, examples, windows, pad_id, max_answer_length=DEFAULT_MAX_ANSWER_LENGTH, allow_null=False, k=1,
                      batch_size=64, progress=False, desc="answering", workers: int | None = None,
                      align_to_words=False):
     """Per example: {"answers": [{"text", "start", "end", "score"}] (k best, best first), "null_score", "text"
