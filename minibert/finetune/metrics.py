@@ -40,7 +40,7 @@ def classification_metrics(y_true, y_pred, label_names: list[str]) -> dict:
     total = int(cm.sum())
     return {
         "accuracy": float(tp.sum() / total) if total else 0.0,
-        "macro_f1": macro_f1(f1, support, predicted),
+        "macro_f1": macro_f1(f1, present_classes(cm)),
         "num_examples": total,
         "per_class": {name: {"precision": float(precision[i]), "recall": float(recall[i]), "f1": float(f1[i]),
                              "support": int(support[i])} for i, name in enumerate(label_names)},
@@ -49,10 +49,16 @@ def classification_metrics(y_true, y_pred, label_names: list[str]) -> dict:
     }
 
 
-def macro_f1(f1, support, predicted) -> float:
-    """Mean per-class F1 over the classes in the truth or the predictions (support or predicted count > 0), as
-    scikit-learn averages; 0 when there are none (no examples)."""
-    present = (np.asarray(support) > 0) | (np.asarray(predicted) > 0)  # (C,)
+def present_classes(cm) -> np.ndarray:
+    """(C,) bool: the classes of a (C, C) confusion matrix that occur in the truth (its rows) or the predictions
+    (its columns): those macro-F1 averages over, as scikit-learn does."""
+    cm = np.asarray(cm)
+    return (cm.sum(axis=1) > 0) | (cm.sum(axis=0) > 0)
+
+
+def macro_f1(f1, present) -> float:
+    """Mean per-class F1 over the `present` classes (present_classes); 0 when there are none (no examples)."""
+    present = np.asarray(present, dtype=bool)
     return float(np.asarray(f1)[present].mean()) if present.any() else 0.0
 
 
@@ -66,8 +72,8 @@ def format_report(metrics: dict) -> str:
         lines.append(f"{name:>{width}}{m['precision']:>10.3f}{m['recall']:>10.3f}{m['f1']:>10.3f}{m['support']:>10}")
     lines.append(f"{'accuracy':>{width}}{'':>20}{metrics['accuracy']:>10.3f}{metrics['num_examples']:>10}")
     lines.append(f"{'macro-F1':>{width}}{'':>20}{metrics['macro_f1']:>10.3f}{metrics['num_examples']:>10}")
-    cm = np.asarray(metrics["confusion_matrix"]).reshape(len(names), len(names))
-    absent = [n for i, n in enumerate(names) if not cm[i].sum() and not cm[:, i].sum()]
+    present = present_classes(np.asarray(metrics["confusion_matrix"]).reshape(len(names), len(names)))
+    absent = [n for n, here in zip(names, present) if not here]
     if absent and len(absent) < len(names):
         lines.append(f"(macro-F1 over the {len(names) - len(absent)} classes in the labels or the predictions, as "
                      f"scikit-learn's; not {', '.join(absent)})")
