@@ -58,11 +58,21 @@ class ParameterTable:
         return self.total - self.section_total("pooler") - self.section_total("nsp")
 
 
+def _unprefixed(name: str, base_prefix: str) -> str:
+    """"bert.encoder.layer.0.output.dense.bias" -> "encoder.layer.0.output.dense.bias" (base_prefix "bert.")."""
+    return name[len(base_prefix):] if base_prefix and name.startswith(base_prefix) else name
+
+
+def _matching_head(n: str) -> tuple[str, str] | None:
+    """(where the head's names live, its section) for an unprefixed name of one of HEADS' heads, else None."""
+    return next(((head, section) for head, section in HEADS if n == head or n.startswith(head + ".")), None)
+
+
 def split_param_name(name: str, base_prefix: str) -> tuple[str, int | None, str]:
     """"bert.encoder.layer.2.output.dense.bias" -> ("layer", 2, "output.dense.bias");
     "distilbert.transformer.layer.0.ffn.lin1.weight" -> ("layer", 0, "ffn.lin1.weight");
     "classifier.weight" -> ("classifier", None, "classifier.weight")."""
-    n = name[len(base_prefix):] if base_prefix and name.startswith(base_prefix) else name
+    n = _unprefixed(name, base_prefix)
     parts = n.split(".")
     if parts[0] == "embeddings":
         return "embeddings", None, ".".join(parts[1:])
@@ -75,16 +85,15 @@ def split_param_name(name: str, base_prefix: str) -> tuple[str, int | None, str]
         return "mlm", None, "decoder.bias" if rest == "bias" else rest  # HF stores the decoder bias here
     if parts[:2] == ["cls", "seq_relationship"]:
         return "nsp", None, ".".join(["seq_relationship"] + parts[2:])
-    for head, section in HEADS:
-        if n == head or n.startswith(head + "."):
-            return section, None, n
-    return "other", None, n
+    match = _matching_head(n)
+    return (match[1], None, n) if match else ("other", None, n)
 
 
 def _head_of(name: str, base_prefix: str) -> str:
     """Where a head's parameter lives, for the section's title: "cls.predictions", "vocab_transform", ..."""
-    n = name[len(base_prefix):] if base_prefix and name.startswith(base_prefix) else name
-    return next((head for head, _ in HEADS if n == head or n.startswith(head + ".")), n.split(".")[0])
+    n = _unprefixed(name, base_prefix)
+    match = _matching_head(n)
+    return match[0] if match else n.split(".")[0]
 
 
 def build_parameter_table(model) -> ParameterTable:
@@ -106,8 +115,7 @@ def build_parameter_table(model) -> ParameterTable:
             if head not in heads.setdefault(section, []):
                 heads[section].append(head)
         if section == "layer":
-            short = name[len(base_prefix):] if base_prefix and name.startswith(base_prefix) else name
-            layer_prefix = short.split(".")[0] + ".layer."
+            layer_prefix = _unprefixed(name, base_prefix).split(".")[0] + ".layer."
             layers[layer] = layers.get(layer, 0) + array.size
             if layer != 0:
                 continue  # every layer has the same components; layer 0 stands for all
