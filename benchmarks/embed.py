@@ -18,6 +18,10 @@ malloc as it is, as in a Python program that does not call it.
 Rounds alternate between the two so a noisy machine slows both alike. Prints the best round of each (total, and
 tokenization / model split), the ratio of each minibert contender / transformers in sentences per second (>1: minibert faster),
 and the cosine agreement of the two sets of embeddings.
+Also the matmul floor: the model's products alone (every layer's q/k/v, output and feed-forward projections and
+attention's batched products, on the same padded batches, run the way minibert runs its batches), timed in the
+same rounds. No NumPy implementation on this BLAS embeds faster than that, so transformers' model time over the
+floor is the highest model-only ratio reachable here.
 """
 
 import argparse
@@ -83,6 +87,33 @@ def minibert_embed(encoder, texts, batch_size, workers, gelu):
     return out, t1 - t0, time.perf_counter() - t1
 
 
+def padded_batches(token_ids, batch_size):
+    """The (B, T) of every batch as SentenceEncoder.encode_token_ids makes them: longest first, padded to the
+    longest."""
+    lengths = sorted((len(ids) for ids in token_ids), reverse=True)
+    return [(len(chunk), chunk[0]) for chunk in (lengths[s:s + batch_size] for s in range(0, len(lengths), batch_size))]
+
+
+def matmul_floor(config, shapes, workers):
+    """A callable running the forward products of every batch's encoder: per layer the fused q/k/v, the attention
+    output and the two feed-forward projections over all B*T rows, and attention's scores and context products,
+    batches on `workers` threads as minibert runs them (minibert/parallel.py). Its inputs are made once, outside
+    the timing."""
+    from minibert.parallel import map_batches
+    H, F, A, L = config.hidden_size, config.intermediate_size, config.num_attention_heads, config.num_hidden_layers
+    r = np.random.default_rng(0)
+    f = lambda *s: r.standard_normal(s).astype(np.float32)  # noqa: E731
+    w_qkv, w_o, w_in, w_out = f(H, 3 * H), f(H, H), f(H, F), f(F, H)
+    inputs = {(B, T): (f(B * T, H), f(B * T, F), f(B, A, T, H // A), f(B, A, H // A, T), f(B, A, T, T))
+              for B, T in set(shapes)}
+
+    def batch(shape):
+        x, h, q, kt, p = inputs[shape]
+        for _ in range(L):
+            x @ w_qkv, x @ w_o, x @ w_in, h @ w_out, q @ kt, p @ q  # (p @ q: context = probs @ v, same shapes)
+    return lambda: list(map_batches(batch, shapes, workers))
+
+
 def transformers_embed(tokenizer, model, texts, batch_size, max_length):
     t0 = time.perf_counter()
     ids = tokenizer(texts, truncation=True, max_length=max_length)["input_ids"]
@@ -124,8 +155,16 @@ def main():
     transformers_embed(tokenizer, model, texts[:64], args.batch_size, encoder.max_length)
     names = [f"minibert ({k} GELU)" for k in kernels]
     results = {name: [] for name in names + ["transformers"]}
+    shapes = padded_batches(encoder.tokenize(texts), args.batch_size)
+    padded_tokens = sum(B * T for B, T in shapes)
+    floor_run = matmul_floor(encoder.model.config, shapes, args.workers)
+    floor_run()
+    floor_times = []
     ours = {}
     for _ in range(args.rounds):
+        t0 = time.perf_counter()
+        floor_run()
+        floor_times.append(time.perf_counter() - t0)
         for k, name in zip(kernels, names):
             ours[name] = minibert_embed(encoder, texts, args.batch_size, args.workers, k)
             results[name].append(ours[name][1:])
@@ -145,6 +184,13 @@ def main():
         cosines = (ours[name][0].astype(np.float64) * theirs[0]).sum(axis=1)
         print(f"  agreement: min cosine between the two embeddings {cosines.min():.7f}")
 
+    theirs_model = min(r[1] for r in results["transformers"])
+    floor = min(floor_times)
+    print(f"matmul floor: the model's products alone {floor * 1000:.1f} ms = {floor / theirs_model:.2f} of "
+          f"transformers' model + pooling: no NumPy implementation on this BLAS gets above "
+          f"{theirs_model / floor:.2f}x its model-only throughput here ({padded_tokens} rows with padding, "
+          f"{n_tokens} without: {padded_tokens / n_tokens - 1:.1%} more)")
+
     if args.profile:
         profile_forward(encoder, texts)
 
@@ -160,7 +206,7 @@ def profile_forward(encoder, texts):
     for start in range(0, len(order), args.batch_size):
         rows = order[start:start + args.batch_size]
         input_ids, mask = pad_batch([ids[i] for i in rows], encoder.pad_id)
-        encoder.body.forward(input_ids, None, mask)
+        encoder.body.forward(input_ids, attention_mask=mask)
     profiler.disable()
     pstats.Stats(profiler).sort_stats("tottime").print_stats(15)
 

@@ -15,7 +15,6 @@ order: each batch's numbers come from the same operations on the same thread.
 
 from __future__ import annotations
 
-import os
 from collections import deque
 from itertools import islice
 from concurrent.futures import ThreadPoolExecutor
@@ -32,10 +31,7 @@ def default_workers() -> int:
     """Batches run at once by default: the layers' thread count (OPENBLAS_NUM_THREADS, else OMP_NUM_THREADS,
     else every core), so a program that asked BLAS for one thread gets one batch at a time; at most the cores
     this process may run on, and at most MAX_DEFAULT_WORKERS (every batch in flight holds its activations)."""
-    try:
-        usable = len(os.sched_getaffinity(0))  # a container's or taskset's CPUs, not the host's
-    except (AttributeError, OSError):
-        usable = os.cpu_count() or 1
+    usable = threads.usable_cpu_count()  # a container's or taskset's CPUs, not the host's
     return max(1, min(threads.get_num_threads(), usable, MAX_DEFAULT_WORKERS))
 
 
@@ -60,7 +56,7 @@ def map_batches(fn, items, workers: int | None = None):
         # Each worker thread allocated from its own glibc arena, and under keep_freed_memory() (the CLI) freed
         # memory stays in the arena that freed it: a fine-tuning evaluation's activations would stay in the
         # workers' arenas while training goes on in the main one. Hand them back.
-        release_freed_memory()
+        release_freed_memory(collect=False)  # (the batches leave no reference cycles: no gc pass)
         return
     for item in items:
         yield fn(item)

@@ -16,8 +16,9 @@ cache), whatever the number of threads: every row is computed by the same operat
 and N threads give bit-identical results. Each thread takes a contiguous run of blocks; the calling thread
 takes the first run itself, so 2 threads cost one hand-off.
 
-The pool size follows the BLAS thread count (OPENBLAS_NUM_THREADS, else OMP_NUM_THREADS, else every core): a
-run that asked BLAS for one thread gets no extra threads here either, and 1 thread is a plain loop.
+The pool size follows the BLAS thread count (OPENBLAS_NUM_THREADS, else OMP_NUM_THREADS, else every core this
+process may run on: `usable_cpu_count()`, which sees taskset and a container's CPU set): a run that asked BLAS for
+one thread gets no extra threads here either, and 1 thread is a plain loop.
 Block functions must not call for_row_blocks themselves (the pool does not nest). Code that already runs on
 several threads of its own (minibert/parallel.py: one forward per thread) runs its blocks on the calling thread
 only, inside `on_this_thread_only()`.
@@ -34,12 +35,21 @@ BLOCK_ELEMENTS = 32 * 1024  # 128 KiB of float32 per array per block: several ar
 MIN_ELEMENTS_PER_THREAD = 64 * 1024  # below this a thread hand-off (~20-50 us) costs more than it saves
 
 
+def usable_cpu_count() -> int:
+    """The CPUs this process may run on: its affinity set (taskset, a container's cpuset) where the platform has
+    one (Linux), else every core of the machine."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # macOS, Windows: no affinity call
+        return os.cpu_count() or 1
+
+
 def _threads_from_environment():
     for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"):
         value = os.environ.get(var, "").split(",")[0].strip()
         if value.isdigit() and int(value) > 0:
             return int(value)
-    return os.cpu_count() or 1
+    return usable_cpu_count()
 
 
 _num_threads = _threads_from_environment()

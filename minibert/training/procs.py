@@ -68,10 +68,9 @@ class RankTimeout(RuntimeError):
 
 
 def usable_cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # macOS has no sched_getaffinity
-        return os.cpu_count() or 1
+    """The CPUs this process may run on (taskset, a container's cpuset): one rank per core by default."""
+    from minibert.layers.threads import usable_cpu_count
+    return usable_cpu_count()
 
 
 def threads_pinned() -> bool:
