@@ -177,7 +177,7 @@ for step in range(args.steps):
     lr = linear_warmup_decay(step, args.lr, warmup, args.steps)
     settle()
     t0 = time.perf_counter()
-    out = ours.forward(ids, types, mask, labels=y[chosen])
+    out = ours.forward(ids, token_type_ids=types, attention_mask=mask, labels=y[chosen])
     ours.backward()
     clip_grad_norm(ours.grads, 1.0)
     optimizer.step(lr)
@@ -192,7 +192,7 @@ for step in range(args.steps):
         model, opt = dense
         settle()
         t3 = time.perf_counter()
-        loss = model.forward(ids, types, mask, labels=y[chosen]).loss
+        loss = model.forward(ids, token_type_ids=types, attention_mask=mask, labels=y[chosen]).loss
         model.backward()
         clip_grad_norm(model.grads, 1.0)
         opt.step(lr)

@@ -48,7 +48,7 @@ def path(flat):
 
     def full():
         zero_grad()
-        model.forward(ids, types, mask, labels=labels, next_sentence_label=nsl)
+        model.forward(ids, token_type_ids=types, attention_mask=mask, labels=labels, next_sentence_label=nsl)
         model.backward()
         clip_grad_norm(grads, 1.0)
         opt.step()

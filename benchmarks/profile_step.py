@@ -60,7 +60,7 @@ def make_step(cfg, B, T, seed=0, mask_prob=0.15, nsp=True):
 
     def step():
         model.zero_grad()
-        model.forward(ids, None, mask, labels=labels, next_sentence_label=nsl)
+        model.forward(ids, attention_mask=mask, labels=labels, next_sentence_label=nsl)
         model.backward()
         opt.step()
     rows = np.union1d(np.flatnonzero(labels.reshape(-1) != -100), np.arange(B) * T)  # the sparse last layer's

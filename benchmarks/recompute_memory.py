@@ -62,7 +62,7 @@ for _ in range(2):
     model.zero_grad()
     model.rng = np.random.default_rng(1)                            # the same dropout masks both times
     t0 = time.perf_counter()
-    model.forward(ids, None, mask, labels=labels)
+    model.forward(ids, attention_mask=mask, labels=labels)
     model.backward()
     seconds.append(time.perf_counter() - t0)
 digest = hashlib.sha256(model.grads.buffer.tobytes()).hexdigest()[:16]

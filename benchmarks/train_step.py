@@ -184,7 +184,7 @@ def minibert_steps(cfg, batch, sparse_last_layer=True):
     ids, types, mask, labels, nsl = batch
 
     def fwd_bwd():
-        model.forward(ids, types, mask, labels=labels, next_sentence_label=nsl)
+        model.forward(ids, token_type_ids=types, attention_mask=mask, labels=labels, next_sentence_label=nsl)
         model.backward()
 
     def full():  # as minibert/training/pretrain.py runs a step
@@ -283,8 +283,8 @@ def rank_worker(config, B, T, steps, optimizer, last_layer="sparse"):
         comm.barrier()  # every rank starts the step together, as after the previous step's sum
         t0 = time.perf_counter()
         model.zero_grad()
-        model.forward(part["input_ids"], part["token_type_ids"], part["attention_mask"], labels=part["labels"],
-                      next_sentence_label=part["next_sentence_label"])
+        model.forward(part["input_ids"], token_type_ids=part["token_type_ids"], attention_mask=part["attention_mask"],
+                      labels=part["labels"], next_sentence_label=part["next_sentence_label"])
         model.backward(loss_scale=1.0 / comm.size, mlm_scale=mlm_weight)
         sums = np.zeros(12)  # the step's loss and accuracy sums, summed with the gradient as pretrain does
         if sharded:

@@ -162,6 +162,7 @@ class BertConfig:
 
     @property
     def head_size(self) -> int:
+        """D: each attention head's width, hidden_size / num_attention_heads."""
         return self.hidden_size // self.num_attention_heads
 
     @property
@@ -199,6 +200,13 @@ class BertConfig:
     # ---------------------------------------------------------------- presets
     @classmethod
     def preset(cls, name: str, **overrides: Any) -> "BertConfig":
+        """A named size, with any field overridden: `BertConfig.preset("mini", vocab_size=30522)`.
+
+        Sizes (layers, hidden, heads, FFN, vocab, positions): tiny (2, 128, 2, 512, 8192, 64), mini (3, 192, 4, 768,
+        8192, 64; ~3M parameters, the default of `minibert pretrain`), small (4, 512, 8, 2048, 8192, 128), base
+        (12, 768, 12, 3072, 30522, 512: BERT-base), large (24, 1024, 16, 4096, 30522, 512). Descendants of mini
+        (docs/descendants.md): roberta-mini, preln-mini, albert-mini. An unknown name is a ValueError listing
+        them."""
         if name in FAMILY_PRESETS:
             base, family = FAMILY_PRESETS[name]
             return cls.preset(base, **{**family, **overrides})
@@ -213,6 +221,10 @@ class BertConfig:
     # ---------------------------------------------------------------- config.json
     @classmethod
     def from_dict(cls, d: dict[str, Any], source: str = "config") -> "BertConfig":
+        """A config from a dict with Hugging Face's field names (a parsed config.json, or a transformers config's
+        `to_dict()`: `BertConfig.from_dict(hf_config.to_dict())`). Keys that are not fields (architectures,
+        id2label, ...) are kept in `extra` and written back by to_dict. model_type "distilbert" gives a
+        DistilBertConfig. Bad values are one ValueError that starts with `source` (the file's path)."""
         if d.get("model_type") == "distilbert" and cls is BertConfig:  # same encoder, other field names
             from minibert.distilbert_config import DistilBertConfig
             return DistilBertConfig.from_dict(d, source)
@@ -233,6 +245,9 @@ class BertConfig:
 
     @classmethod
     def from_json_file(cls, path: str | os.PathLike) -> "BertConfig":
+        """Read a config.json (or the config.json in a folder): `BertConfig.from_pretrained(folder)`. A DistilBERT
+        config.json gives a DistilBertConfig. For a run folder or "minilm", resolve it first
+        (minibert.io.model_folder.resolve_model_folder), as the models' from_pretrained does."""
         path = Path(path)
         if path.is_dir():
             path = path / "config.json"
@@ -249,6 +264,7 @@ class BertConfig:
     from_pretrained = from_json_file
 
     def to_dict(self) -> dict[str, Any]:
+        """The config.json dict: every field by Hugging Face's name, plus the kept `extra` keys."""
         d = dict(self.extra)
         d.update({f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "extra"})
         if d["embedding_size"] is None and self.model_type == "albert":

@@ -53,6 +53,8 @@ class DistilBertConfig(BertConfig):
 
     @classmethod
     def from_dict(cls, d: dict[str, Any], source: str = "config") -> "DistilBertConfig":
+        """A config from DistilBERT's config.json dict (dim, n_layers, ...; or a transformers DistilBertConfig's
+        `to_dict()`), fields renamed to BertConfig's (the table at the top); other keys kept in `extra`."""
         if d.get("model_type") != "distilbert":
             raise ValueError(f"{source}: model_type is {d.get('model_type')!r}, expected 'distilbert'")
         if d.get("sinusoidal_pos_embds"):
@@ -80,6 +82,7 @@ class DistilBertConfig(BertConfig):
         return cls(**values)
 
     def to_dict(self) -> dict[str, Any]:
+        """The config.json dict under DistilBERT's field names (what transformers' DistilBertConfig reads)."""
         d = {k: v for k, v in self.extra.items() if k not in ("position_embedding_type", "type_vocab_size")}
         d.update({theirs: getattr(self, ours) for theirs, ours in DISTILBERT_FIELDS.items()})
         d.update({k: getattr(self, k) for k in SHARED_FIELDS})

@@ -24,26 +24,18 @@ from pathlib import Path
 
 import numpy as np
 
+from minibert.io import model_folder
 from minibert.models.base import forward_only
 from minibert.parallel import map_batches
 
-BUILTIN_MODELS = ("minilm",)  # names accepted in place of a folder
+BUILTIN_MODELS = model_folder.BUILTIN_MODELS  # names accepted in place of a folder
 
 
-def resolve_model_dir(name_or_path: str | os.PathLike) -> Path:
-    """A checkpoint folder, a run folder (pre-training or distillation: its latest checkpoint), or the built-in
-    name "minilm" (all-MiniLM-L6-v2 from its pip package)."""
-    path = Path(name_or_path)
-    if path.is_dir() and not (path / "config.json").is_file() and (path / "checkpoints").is_dir():
-        from minibert.finetune.model_source import resolve_checkpoint
-        return resolve_checkpoint(str(path))
-    if path.is_dir():
-        return path
-    if str(name_or_path).lower() in BUILTIN_MODELS:
-        from minibert.data.builtin import minilm_dir
-        return minilm_dir()
-    raise FileNotFoundError(f"{name_or_path}: no such model folder (give a checkpoint folder with config.json, "
-                            f"model.safetensors and vocab.txt, or 'minilm' for the built-in all-MiniLM-L6-v2)")
+def resolve_model_dir(name_or_path: str | os.PathLike, option: str | None = None) -> Path:
+    """A checkpoint folder, a run folder or its checkpoints/ (pre-training or distillation: its latest checkpoint),
+    or the built-in name "minilm" (all-MiniLM-L6-v2 from its pip package): the rule every command shares,
+    minibert.io.model_folder.resolve_model_folder (errors name `option` when given)."""
+    return model_folder.resolve_model_folder(name_or_path, option)
 
 
 def mean_pool(last_hidden_state: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
@@ -77,20 +69,22 @@ class SentenceEncoder:
         if vocab_size > config.vocab_size:
             raise ValueError(f"the tokenizer has {vocab_size} tokens but the model's embedding matrix has only "
                              f"{config.vocab_size} rows (vocab_size); they must come from the same checkpoint")
-        limit = config.max_tokens
-        if max_length is not None and not 2 <= max_length <= limit:
-            raise ValueError(f"max_length must be in 2..{limit} (max_position_embeddings), got {max_length}")
-        self.model = model.eval()
+        if max_length is not None:
+            _check_max_length(max_length, config.max_tokens)
+        # The caller's train/eval mode is left alone: each encode() runs in eval mode (forward_only) and puts the
+        # mode back, so a model being fine-tuned keeps its dropout between embeddings.
+        self.model = model
         # The encoder body: BertModel keeps it in .encoder, task models (pre-trained, fine-tuned) in .bert.
         self.body = model.bert if hasattr(model, "bert") else model.encoder
         self.tokenizer = tokenizer
-        self.max_length = max_length or limit
+        self.max_length = max_length or config.max_tokens
         self.normalize = normalize
         self.pad_id = tokenizer.pad_token_id or 0  # padded positions are masked out: any valid id will do
         self.name_or_path = getattr(model, "name_or_path", None)
 
     @property
     def dimension(self) -> int:
+        """H: the length of each embedding (the model's hidden_size)."""
         return self.model.config.hidden_size
 
     @classmethod
@@ -109,9 +103,12 @@ class SentenceEncoder:
         config = BertConfig.from_json_file(folder / "config.json")  # a bad config fails before the vocabulary is read
         # An ELECTRA discriminator (its body loads as a BERT body) has no pooler, and mean pooling needs none.
         pooler = config.model_type != "electra"
-        tokenizer = load_tokenizer(folder)
-        if max_length is None:
+        if max_length is not None:  # asked for: checked as SentenceEncoder(model, ...) checks it, before loading
+            _check_max_length(max_length, config.max_tokens)
+        else:  # sentence_bert_config.json's, if any: at most what the position table allows
             max_length = _sentence_transformers_max_length(folder)
+            max_length = None if max_length is None else min(max_length, config.max_tokens)
+        tokenizer = load_tokenizer(folder)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", CheckpointWarning)
             # a BERT (with its pooler, unused here) or a DistilBERT (none)
@@ -119,8 +116,6 @@ class SentenceEncoder:
         for w in caught:  # heads of a pre-training checkpoint are unused here, by design: say nothing about them
             if not (issubclass(w.category, CheckpointWarning) and "not used by" in str(w.message)):
                 warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-        if max_length is not None:
-            max_length = min(max_length, model.config.max_tokens)
         return cls(model, tokenizer, max_length=max_length, normalize=normalize)
 
     def save_pretrained(self, folder) -> Path:
@@ -135,6 +130,7 @@ class SentenceEncoder:
         return folder
 
     def tokenize(self, texts: list[str]) -> list[list[int]]:
+        """Each text's token ids ([CLS] ... [SEP]), cut to max_length: what encode_token_ids takes."""
         ids = []
         for i, text in enumerate(texts):
             if not isinstance(text, str):
@@ -167,13 +163,13 @@ class SentenceEncoder:
 
         def embed(rows):  # one batch, on whichever thread runs it: (b, H) mean-pooled
             input_ids, attention_mask = pad_batch([token_ids[i] for i in rows], self.pad_id)
-            hidden = self.body.forward(input_ids, None, attention_mask).last_hidden_state  # (b, T, H)
+            hidden = self.body.forward(input_ids, attention_mask=attention_mask).last_hidden_state  # (b, T, H)
             return mean_pool(hidden, attention_mask)
 
         with forward_only(self.model):  # no backward follows: the layers keep no activations
             done = map_batches(embed, batches, workers)
             if progress:
-                from tqdm import tqdm
+                from minibert._progress import tqdm  # widgets in a notebook, text in a terminal
                 done = tqdm(done, total=len(batches), desc="embedding", unit="batch", disable=None)
             for pooled, rows in zip(done, batches):  # the batches' generator first: it runs to its end
                 out[rows] = pooled  # written back to the callers' rows
@@ -185,7 +181,14 @@ class SentenceEncoder:
     def similarity(self, a: str, b: str) -> float:
         """Cosine similarity of two texts."""
         ea, eb = self.encode([a, b], normalize=True)
-        return float(np.dot(ea.astype(np.float64), eb.astype(np.float64)))
+        # float32 unit vectors: their dot product may land a rounding above 1 (1.00000002 for a text and itself)
+        return float(np.clip(np.dot(ea.astype(np.float64), eb.astype(np.float64)), -1.0, 1.0))
+
+
+def _check_max_length(max_length, limit: int) -> None:
+    """The one error for a max_length the model cannot take, however the encoder is made."""
+    if isinstance(max_length, bool) or not isinstance(max_length, (int, np.integer)) or not 2 <= max_length <= limit:
+        raise ValueError(f"max_length must be in 2..{limit} (max_position_embeddings), got {max_length!r}")
 
 
 def check_model_and_tokenizer(call: str, model, tokenizer) -> None:

@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -19,12 +20,17 @@ from minibert.layers.loss import IGNORE_INDEX
 
 
 class FillMask:
+    """`FillMask(model, tokenizer)(text, top_k=5)`: for each [MASK] in text, the top_k guesses of a masked-LM model
+    (BertForMaskedLM, BertForPreTraining, DistilBertForMaskedLM, ELECTRA's generator), best first, as
+    transformers' fill-mask pipeline gives them; the model's train/eval mode is left as it was."""
+
     def __init__(self, model, tokenizer):
         from minibert.embeddings import check_model_and_tokenizer
         check_model_and_tokenizer("FillMask(model, tokenizer)", model, tokenizer)
         if tokenizer.mask_token_id is None:
             raise ValueError("the tokenizer has no [MASK] token")
-        self.model, self.tokenizer = model.eval(), tokenizer
+        # The caller's train/eval mode is left alone: each fill runs in eval mode and puts the mode back (fill_mask)
+        self.model, self.tokenizer = model, tokenizer
 
     @classmethod
     def from_pretrained(cls, path: str | Path) -> "FillMask":
@@ -44,13 +50,50 @@ class FillMask:
         with_pair_head = any(a.endswith("ForPreTraining") for a in architectures) or _has_pair_head(folder)
         model_class = BertForPreTraining if with_pair_head else BertForMaskedLM
         if "ElectraForMaskedLM" in architectures:
-            from minibert.models.electra import ElectraForMaskedLM as model_class
+            from minibert.models.electra import ElectraForMaskedLM
+            model_class = ElectraForMaskedLM
         if "DistilBertForMaskedLM" in architectures:
-            from minibert.models.distilbert import DistilBertForMaskedLM as model_class
+            from minibert.models.distilbert import DistilBertForMaskedLM
+            model_class = DistilBertForMaskedLM
         return cls(model_class.from_pretrained(folder), WordPieceTokenizer.from_pretrained(tokenizer_folder))
 
     def __call__(self, text: str, top_k: int = 5) -> list[list[dict]]:
         return fill_mask(self.model, self.tokenizer, text, top_k)
+
+    def check(self, text: str) -> None:
+        """Raise the ValueError that filling `text` would raise (no [MASK], too long) without running the model,
+        so that several texts can all be checked before the first one's guesses are shown."""
+        encode_masked(_masked_lm(self.model), self.tokenizer, text)
+
+
+def _masked_lm(model):
+    """The model that fills in [MASK]s: `model`, or an ELECTRA run's generator; an error for one without an MLM head."""
+    from minibert.models.electra_pretraining import ElectraPretrainer
+    from minibert.models.pretraining import _MaskedLMBase
+    if isinstance(model, ElectraPretrainer):  # an ELECTRA run's model: its generator fills in the [MASK]s
+        model = model.generator
+    if not isinstance(model, _MaskedLMBase):  # (every model with a masked-LM head: BERT's, DistilBERT's, ELECTRA's)
+        raise ValueError(f"{type(model).__name__} has no masked-LM head; fill_mask needs a BertForMaskedLM, "
+                         f"BertForPreTraining or another model with one")
+    return model
+
+
+def encode_masked(model, tokenizer, text: str) -> tuple[np.ndarray, np.ndarray]:
+    """(token ids (T,), positions of the mask token (M,)); a ValueError if there is none or the text is too long."""
+    from minibert._plural import counted
+    mask = tokenizer.mask_token
+    ids = np.asarray(tokenizer.encode(text).input_ids, dtype=np.int64)  # (T,)
+    max_len = model.config.max_tokens
+    if len(ids) > max_len:
+        raise ValueError(f"the text has {counted(len(ids), 'token')}, more than the model's {max_len} positions")
+    positions = np.flatnonzero(ids == tokenizer.mask_token_id)  # (M,)
+    if len(positions) == 0:
+        other_case = re.search(re.escape(mask), text, re.IGNORECASE)
+        hint = (f" ({other_case.group()!r} is not it: the mask token is {mask}, written exactly so; another spelling "
+                f"is read as ordinary words)" if other_case else "")
+        raise ValueError(f"no {mask} in the text{hint}: write {mask} where a word should be guessed, e.g. "
+                         f"\"the cat sat on the {mask}.\"")
+    return ids, positions
 
 
 def fill_mask(model, tokenizer, text: str, top_k: int = 5) -> list[list[dict]]:
@@ -58,29 +101,15 @@ def fill_mask(model, tokenizer, text: str, top_k: int = 5) -> list[list[dict]]:
     if isinstance(top_k, bool) or not isinstance(top_k, (int, np.integer)) or top_k < 1:
         raise ValueError(f"top_k must be an integer of at least 1, got {top_k!r}")
     from minibert.embeddings import check_model_and_tokenizer
-    from minibert.models.electra_pretraining import ElectraPretrainer
-    from minibert.models.pretraining import _MaskedLMBase
     check_model_and_tokenizer("fill_mask(model, tokenizer, text)", model, tokenizer)
-    if isinstance(model, ElectraPretrainer):  # an ELECTRA run's model: its generator fills in the [MASK]s
-        model = model.generator
-    if not isinstance(model, _MaskedLMBase):  # (every model with a masked-LM head: BERT's, DistilBERT's, ELECTRA's)
-        raise ValueError(f"{type(model).__name__} has no masked-LM head; fill_mask needs a BertForMaskedLM, "
-                         f"BertForPreTraining or another model with one")
-    mask_id = tokenizer.mask_token_id
-    max_len = model.config.max_tokens
-    ids = np.asarray(tokenizer.encode(text).input_ids, dtype=np.int64)  # (T,)
-    if len(ids) > max_len:
-        raise ValueError(f"the text has {len(ids)} tokens, more than the model's {max_len} positions")
-    positions = np.flatnonzero(ids == mask_id)  # (M,)
-    if len(positions) == 0:
-        raise ValueError(f"no {tokenizer.mask_token} in the text: write {tokenizer.mask_token} where a word should "
-                         f"be guessed, e.g. \"the cat sat on the {tokenizer.mask_token}.\"")
+    model = _masked_lm(model)
+    ids, positions = encode_masked(model, tokenizer, text)
     # Labels at the [MASK] positions make the model run its decoder only there: logits (M, V).
     labels = np.full((1, len(ids)), IGNORE_INDEX, dtype=np.int64)
     labels[0, positions] = ids[positions]
     was_training = model.training
     model.eval()
-    out = model.forward(ids[None, :], np.zeros((1, len(ids)), dtype=np.int64), None, labels=labels)
+    out = model.forward(ids[None, :], token_type_ids=np.zeros((1, len(ids)), dtype=np.int64), labels=labels)
     model.train(was_training)
     logits = out.prediction_logits.astype(np.float64)  # (M, V)
     probs = softmax_forward(logits)  # (M, V), in place on the float64 copy

@@ -9,6 +9,8 @@ The update follows torch.optim.AdamW exactly (tests compare ten steps against it
 from __future__ import annotations
 
 import math
+import numbers
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -28,18 +30,41 @@ def default_no_decay(name: str) -> bool:
 
 
 class AdamW:
-    """AdamW over `params` / `grads` (name -> array). When both are `FlatArrays` of one layout (a model's), the
-    update runs over the whole flat buffers, block by block; otherwise (plain dicts, or an entry since replaced) one
-    tensor at a time. Both paths do the same operations in the same order: the results are identical."""
+    """AdamW (torch.optim.AdamW's update, see above) over a model's weights.
+
+        opt = AdamW(model.params, model.grads, lr=5e-4, weight_decay=0.01)
+        for batch in batches:
+            model.zero_grad()          # the backward ADDS into model.grads: zero them first, every step
+            model.forward(...); model.backward()
+            opt.step()                 # updates model.params in place from model.grads
+
+    `params` and `grads` are dicts of name -> NumPy array with the same names and shapes (a model's
+    `model.params` and `model.grads`, in that order; not lists of arrays as torch takes). `params` may be a subset
+    of the model's weights (the others stay frozen). Biases and LayerNorm weights get no weight decay
+    (`no_decay(name)` decides). The optimizer keeps references to both dicts: the arrays it updates are the
+    model's own.
+
+    When both are `FlatArrays` of one layout (a model's), the update runs over the whole flat buffers, block by
+    block; otherwise (plain dicts, or an entry since replaced) one tensor at a time. Both paths do the same
+    operations in the same order: the results are identical."""
 
     def __init__(self, params: dict, grads: dict, lr=1e-4, betas=(0.9, 0.999), eps=1e-6, weight_decay=0.01,
                  no_decay=default_no_decay, shard: slice | None = None):
         """shard: update only these entries of the flat buffers and keep moments for them alone (ZeRO stage 1
         over data-parallel ranks, training/sharded.py); the other entries are left as they are."""
+        _check_arrays(params, grads)
+        for name, value in (("lr", lr), ("eps", eps), ("weight_decay", weight_decay)):
+            _check_number(value, name, "AdamW")
         if lr < 0 or eps < 0 or weight_decay < 0:
             raise ValueError(f"AdamW: lr, eps and weight_decay must be >= 0, got {lr}, {eps}, {weight_decay}")
+        if isinstance(betas, (str, bytes)) or not (hasattr(betas, "__len__") and len(betas) == 2 and all(
+                isinstance(b, numbers.Real) and not isinstance(b, bool) for b in betas)):
+            raise TypeError(f"AdamW: betas must be two numbers (beta1, beta2), got {betas!r}")
         if not all(0.0 <= b < 1.0 for b in betas):
             raise ValueError(f"AdamW: betas must be in [0, 1), got {betas}")
+        if not callable(no_decay):
+            raise TypeError(f"AdamW: no_decay must be a function name -> bool (True: no weight decay), got "
+                            f"{type(no_decay).__name__}")
         self.params, self.grads = params, grads
         self.lr, self.betas, self.eps, self.weight_decay = lr, tuple(betas), eps, weight_decay
         self.decay = {name: (not no_decay(name)) for name in params}
@@ -65,6 +90,13 @@ class AdamW:
         self.t = 0  # steps taken
 
     def step(self, lr: float | None = None):
+        """One AdamW update of every array in `params`, in place, from the gradients in `grads` as they are now:
+        decoupled weight decay (p *= 1 - lr * weight_decay, not for no_decay names), then the moment estimates
+        and the bias-corrected Adam step. `lr`: this step's learning rate (a schedule's; default: the one given
+        at construction). The gradients are read, never changed: zero them before the next backward
+        (model.zero_grad()), which adds into them."""
+        if lr is not None:
+            _check_number(lr, "lr", "AdamW.step")
         lr = self.lr if lr is None else lr
         b1, b2 = self.betas
         self.t += 1
@@ -125,6 +157,37 @@ class AdamW:
                 if lo < hi:
                     store[lo - start:hi - start] = np.asarray(state[key]).reshape(-1)[lo - where.start:hi - where.start]
         self.t = int(np.asarray(state["step"]).reshape(-1)[0])
+
+
+def _check_number(value, name: str, where: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{where}: {name} must be a number, got {value!r}")
+
+
+def _check_arrays(params, grads) -> None:
+    """params and grads: dicts of name -> floating-point array, every name of params in grads with its shape, and
+    not a model's two dicts swapped (one line, naming the argument, otherwise)."""
+    for arg, value in (("params", params), ("grads", grads)):
+        if not isinstance(value, Mapping):
+            raise TypeError(f"AdamW: {arg} must be a dict of name -> array, e.g. model.{arg} (got a "
+                            f"{type(value).__name__}); AdamW(model.params, model.grads, lr=...)")
+        for name, a in value.items():
+            if not (isinstance(a, np.ndarray) and np.issubdtype(a.dtype, np.floating)):
+                got = f"a {a.dtype} array" if isinstance(a, np.ndarray) else f"a {type(a).__name__}"
+                raise TypeError(f"AdamW: {arg}[{name!r}] must be a floating-point NumPy array, got {got}")
+    for name, p in params.items():
+        if name not in grads:
+            raise ValueError(f"AdamW: grads has no entry {name!r} of params (they must have the same names: "
+                             f"model.params and model.grads)")
+        if grads[name].shape != p.shape:
+            raise ValueError(f"AdamW: grads[{name!r}] has shape {grads[name].shape} but params[{name!r}] has shape "
+                             f"{p.shape}")
+    # Swapped (AdamW(model.grads, model.params)): a model's weights are never all zero (LayerNorm weights start
+    # at 1), its gradients are until the first backward. Only checked for a model's flat buffers: a plain dict of
+    # zero weights (a toy problem) is legitimate.
+    if _flat_pair(params, grads) and params.buffer.size and not params.buffer.any() and grads.buffer.any():
+        raise ValueError("AdamW: params are all zero and grads are not: swapped? The weights come first: "
+                         "AdamW(model.params, model.grads, lr=...)")
 
 
 def _adam_update(p, g, m, v, tmp, b1, b2, step_size, inv_sqrt_bc2, eps):

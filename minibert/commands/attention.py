@@ -46,13 +46,20 @@ def run(args) -> int:
     tokenizer_dir = resolve_tokenizer_folder(args.tokenizer) if args.tokenizer else None
 
     from minibert.config import BertConfig
-    from minibert.viz.attention_data import check_layer_head, compute_attention, load_model_and_tokenizer
+    from minibert.viz.attention_data import (check_layer_head, compute_attention, encode_for_model, load_encoder,
+                                             load_tokenizer)
     # Check --layer/--head against config.json before loading any weights.
-    check_layer_head(BertConfig.from_json_file(model_dir), args.layer, args.head)
+    config = BertConfig.from_json_file(model_dir)
+    check_layer_head(config, args.layer, args.head)
     if out is not None:
         from minibert.viz.mpl import require_matplotlib
         require_matplotlib()  # before the model loads; cli.main turns its ImportError into one line
-    model, tokenizer = load_model_and_tokenizer(model_dir, tokenizer_dir)
+    tokenizer = load_tokenizer(model_dir, tokenizer_dir)
+    if html_out is not None:  # a text too long for one page: said before the model loads and runs
+        from minibert.viz.attention_html import check_fits_page
+        encoding, _ = encode_for_model(tokenizer, config, args.text, args.pair)  # (as compute_attention will)
+        check_fits_page(len(encoding.input_ids), config.num_hidden_layers, config.num_attention_heads)
+    model = load_encoder(model_dir)
     result = compute_attention(model, tokenizer, args.text, args.pair)
     if result.note:
         print(f"note: {result.note}", file=sys.stderr)
@@ -60,7 +67,7 @@ def run(args) -> int:
     print(f"{len(result.tokens)} tokens: {' '.join(shown)}")
     print(f"{result.num_layers} layers x {result.num_heads} heads")
     page = None
-    if html_out is not None:  # built first: a text too long for a page is reported before anything is written
+    if html_out is not None:  # built before the PNG is written (its size was checked before the model ran)
         from minibert.viz.attention_html import attention_page
         page = attention_page(result, layer=args.layer or 0, head=args.head if args.head is not None else 0)
 

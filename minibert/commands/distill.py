@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from minibert._plural import counted
 from minibert.commands import pretrain as pretrain_command
 from minibert.distill.settings import DistillSettings
 
@@ -82,7 +83,7 @@ def _print_summary(summary: dict) -> None:
     print()
     print(pretrain_command.done_line(summary))
     losses = "  ".join(f"{k[:-5]} {v:.4f}" for k, v in sorted(m.items()) if k.endswith("_loss") and k != "mlm_loss")
-    print(f"held-out ({summary['eval_sequences']} sequences): loss {m['loss']:.4f}  {losses}")
+    print(f"held-out ({counted(summary['eval_sequences'], 'sequence')}): loss {m['loss']:.4f}  {losses}")
     if m.get("masked_tokens"):
         print(f"  student's masked-token accuracy {m['mlm_acc']:.1%}  (perplexity {m['ppl']:,.1f})")
     if summary.get("stopped_early"):

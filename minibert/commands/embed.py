@@ -66,14 +66,17 @@ def truncation_note(encoder, texts: list[str], names=None) -> str | None:
             f"reads ({limit} tokens, --max-length; the longest has {max(lengths):,}): only the first {limit} count")
 
 
-def check_max_length(args) -> None:
-    """--max-length against the model's config.json, before the weights load (embed and similarity)."""
+def checked_model_folder(args) -> Path:
+    """The folder --model names (errors name --model), with --max-length checked against its config.json, before
+    the weights load (embed and similarity)."""
+    from minibert.io.model_folder import resolve_model_folder
+    folder = resolve_model_folder(args.model, "--model")
     if args.max_length is not None:
         from minibert.commands.predict import checked_max_length
         from minibert.config import BertConfig
-        from minibert.embeddings import resolve_model_dir
-        checked_max_length(args, BertConfig.from_json_file(resolve_model_dir(args.model) / "config.json"),
-                           default=args.max_length, minimum=2)
+        checked_max_length(args, BertConfig.from_json_file(folder / "config.json"), default=args.max_length,
+                           minimum=2)
+    return folder
 
 
 def run(args) -> int:
@@ -92,8 +95,8 @@ def run(args) -> int:
             raise ValueError(f"--out {args.out}: expected a file name ending in .npy")
         check_output_file(args.out, "--out", {"--input": args.input})
     texts = read_texts(args)
-    check_max_length(args)
-    encoder = SentenceEncoder.from_pretrained(args.model, max_length=args.max_length, normalize=args.normalize)
+    folder = checked_model_folder(args)
+    encoder = SentenceEncoder.from_pretrained(folder, max_length=args.max_length, normalize=args.normalize)
     note = truncation_note(encoder, texts)
     if note:
         print(note, file=sys.stderr)

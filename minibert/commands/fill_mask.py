@@ -23,7 +23,16 @@ def run(args) -> int:
     from minibert.fill_mask import FillMask
     if args.top_k < 1:
         raise ValueError(f"--top-k must be at least 1, got {args.top_k}")
-    filler = FillMask.from_pretrained(args.model)
+    from minibert.io.model_folder import resolve_model_folder
+    from minibert.commands.tokenize import check_argument_text
+    for i, text in enumerate(args.text, 1):  # (before the model is loaded)
+        check_argument_text(text, f"text {i}")
+    filler = FillMask.from_pretrained(resolve_model_folder(args.model, "--model"))  # (errors name --model)
+    for i, text in enumerate(args.text, 1):  # every text, before the first one's guesses are shown
+        try:
+            filler.check(text)
+        except ValueError as e:
+            raise ValueError(f"text {i} ({quoted(text)}): {e}") from None
     results = [filler(text, top_k=args.top_k) for text in args.text]  # (never special tokens, even for a large K)
     if args.json:
         print(json.dumps(results[0] if len(results) == 1 else results, indent=2, ensure_ascii=False))
@@ -36,3 +45,8 @@ def run(args) -> int:
             for g in guesses:
                 print(f"  {g['score']:7.2%}  {g['token_str']:<16} {g['sequence']}")
     return 0
+
+
+def quoted(text: str, limit: int = 40) -> str:
+    """The first `limit` characters of `text`, quoted on one line (JSON's escapes for line breaks)."""
+    return json.dumps(text if len(text) <= limit else text[:limit] + "…", ensure_ascii=False)

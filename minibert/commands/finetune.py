@@ -14,6 +14,8 @@ import math
 import time
 from pathlib import Path
 
+from minibert._plural import counted
+
 DEFAULT_MAX_LENGTH = 128
 FEW_STEPS = 300  # below this many optimizer steps, fine-tuning from a general model often stays at the majority class
 
@@ -70,9 +72,10 @@ tokens, BertForQuestionAnswering for qa). See docs/finetuning.md."""
     model.add_argument("--lr", type=float, default=3e-5, help="peak learning rate of AdamW (default 3e-5)")
     model.add_argument("--batch-size", type=int, default=32, help="examples per step (default 32)")
     model.add_argument("--max-length", type=int, default=None,
-                       help=f"tokens per example, longer ones are truncated (default {DEFAULT_MAX_LENGTH}, 384 for "
-                            f"--task-type qa, or the model's max_position_embeddings if smaller); recorded in --out, "
-                            f"where 'minibert predict' takes it as its default")
+                       help=f"tokens per example, longer ones are truncated (default: the length a --model fine-tuned "
+                            f"by minibert was fine-tuned with, else {DEFAULT_MAX_LENGTH}, 384 for --task-type qa, or "
+                            f"the model's max_position_embeddings if smaller); recorded in --out, where 'minibert "
+                            f"predict' and a further 'minibert finetune' take it as their default")
     model.add_argument("--warmup-ratio", type=float, default=0.1,
                        help="share of the steps over which the learning rate warms up from 0 (default 0.1); it "
                             "then decays linearly to 0")
@@ -229,7 +232,7 @@ def _run_sequence(args, comm) -> int:
     from minibert.finetune.plots import save_confusion_matrix
     from minibert.finetune.train import encode_examples, evaluate, evaluation, train_classifier
     from minibert.commands.finetune_setup import (apply_dropout, best_model_saver, load_checked_tokenizer, make_log,
-                                                  setup_training, splits_of_this_rank)
+                                                  max_length_line, setup_training, splits_of_this_rank)
 
     started = time.perf_counter()
 
@@ -256,6 +259,7 @@ def _run_sequence(args, comm) -> int:
     log(f"data: {source}: {len(train)} train / {len(eval_)} eval"
         f"{f' / {len(test)} test' if test is not None else ''} examples, {len(label_names)} classes")
     log(f"model: {checkpoint}")
+    log(max_length_line(args, config, checkpoint, settings, "sequence"))
     tokenizer = load_checked_tokenizer(tokenizer_dir, config, checkpoint)
     model = load_for_finetuning(checkpoint, label_names, seed=args.seed, log=log)
     apply_dropout(model, args.dropout, log)
@@ -267,12 +271,12 @@ def _run_sequence(args, comm) -> int:
     encoded = {name: encode_examples(tokenizer, ex, max_length, progress) for name, ex in splits.items()}
     y = {name: label_ids(ex, label2id) for name, ex in splits.items()}
     truncated = sum(len(ids) >= max_length for ids, _ in encoded["train"])
-    log(f"tokens: max length {max_length}; {truncated} of {len(train)} training examples reach it (truncated)")
+    log(f"tokens: {truncated} of {len(train)} training examples reach the max length (truncated)")
     steps = math.ceil(len(train) / settings.batch_size) * settings.epochs
     if steps < FEW_STEPS:
-        log(f"note: only {steps} optimizer steps ({len(train)} examples, --epochs {settings.epochs}, --batch-size "
-            f"{settings.batch_size}); a small data set usually needs more, e.g. --epochs 10 --batch-size 8 "
-            f"(see docs/finetuning.md)")
+        log(f"note: only {counted(steps, 'optimizer step')} ({counted(len(train), 'example')}, --epochs "
+            f"{settings.epochs}, --batch-size {settings.batch_size}); a small data set usually needs more, e.g. "
+            f"--epochs 10 --batch-size 8 (see docs/finetuning.md)")
 
     # ---- train; the best epoch is saved as it happens, so an interrupted run still leaves a model, with what
     # `minibert predict` needs to read texts as training did
@@ -296,7 +300,7 @@ def _run_sequence(args, comm) -> int:
                                        desc="testing")
     report_split = "test" if test is not None else "eval"
     final = summary[report_split]
-    log(f"\nbest epoch {result['best_epoch']}, {report_split} split ({final['num_examples']} examples):")
+    log(f"\nbest epoch {result['best_epoch']}, {report_split} split ({counted(final['num_examples'], 'example')}):")
     log(format_report(final))
 
     if args.baseline:

@@ -11,6 +11,8 @@ from __future__ import annotations
 import math
 import time
 
+from minibert._plural import counted
+
 
 def doc_stride(args, max_length: int) -> int:
     """--doc-stride, or min(128, a third of the window)."""
@@ -89,7 +91,8 @@ def _check_windows(args, prepared, settings, tokenizer):
 
 def run_qa(args, comm) -> int:
     from minibert.commands.finetune_setup import (apply_dropout, best_model_saver, load_checked_tokenizer, make_log,
-                                                  run_summary, setup_training, splits_of_this_rank, write_summary)
+                                                  max_length_line, run_summary, setup_training,
+                                                  splits_of_this_rank, write_summary)
     from minibert.finetune.loading import load_for_finetuning
     from minibert.finetune.qa_features import build_windows
     from minibert.finetune.qa_predict import DEFAULT_MAX_ANSWER_LENGTH, answer_questions
@@ -115,11 +118,13 @@ def run_qa(args, comm) -> int:
         f"{len(eval_)} eval{f' / {len(test)} test' if test else ''} questions; {len(windows['train'])} training "
         f"windows of up to {L} tokens (stride {stride})")
     log(f"model: {checkpoint}")
+    log(max_length_line(args, config, checkpoint, settings, "qa"))
     model = load_for_finetuning(checkpoint, None, seed=args.seed, log=log, cls=BertForQuestionAnswering)
     apply_dropout(model, args.dropout, log)
     model.set_recompute(args.recompute)
     pad_id = tokenizer.pad_token_id
-    log(f"training: {math.ceil(len(windows['train']) / settings.batch_size) * settings.epochs} optimizer steps")
+    steps = math.ceil(len(windows['train']) / settings.batch_size) * settings.epochs
+    log(f"training: {counted(steps, 'optimizer step')}")
 
     def evaluate(name, desc="evaluating"):
         examples = {"eval": eval_, "test": test}[name]
@@ -151,7 +156,7 @@ def run_qa(args, comm) -> int:
     split = "test" if test is not None else "eval"
     summary["reported_split"] = split
     m = summary[split]
-    log(f"\nbest epoch {result['best_epoch']}, {split} split ({m['num_questions']} questions): exact match "
+    log(f"\nbest epoch {result['best_epoch']}, {split} split ({counted(m['num_questions'], 'question')}): exact match "
         f"{100 * m['exact_match']:.1f}, F1 {100 * m['f1']:.1f}"
         + (f" (answerable F1 {100 * m.get('has_answer_f1', 0):.1f}, unanswerable {100 * m.get('no_answer_f1', 0):.1f})"
            if v2 else ""))

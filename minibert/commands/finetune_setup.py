@@ -24,7 +24,7 @@ MIN_MAX_LENGTH = {"sequence": (3, "[CLS] text [SEP]"), "pairs": (5, "[CLS] text 
 def setup_training(args, task_type):
     """Every model-side check of a fine-tuning run, before anything is loaded: the model folder, --max-length,
     the training settings, --dropout and --out. Returns (checkpoint, tokenizer folder, config, settings, out)."""
-    from minibert.commands.finetune import DEFAULT_MAX_LENGTH, _out_dir
+    from minibert.commands.finetune import _out_dir
     from minibert.config import BertConfig
     from minibert.finetune.model_source import resolve_model
     from minibert.finetune.train import Settings
@@ -37,14 +37,14 @@ def setup_training(args, task_type):
     config = BertConfig.from_json_file(checkpoint)
     max_length = args.max_length
     if max_length is None:
-        max_length = min(DEFAULT_MAX_LENGTH if task_type != "qa" else 384, config.max_tokens)
+        max_length = default_max_length(config, checkpoint, task_type)[0]
     elif max_length > config.max_tokens:
         raise ValueError(f"--max-length {max_length} is longer than the model's max_position_embeddings "
                          f"({config.max_tokens}, {checkpoint / 'config.json'})")
     minimum, layout = MIN_MAX_LENGTH["pairs" if task_type == "sequence" and args.text_pair_column else task_type]
     if max_length < minimum:
         where = (f"--max-length {max_length}" if args.max_length is not None else
-                 f"the model's max_position_embeddings ({max_length}, {checkpoint / 'config.json'})")
+                 f"max length {max_length} ({default_max_length(config, checkpoint, task_type)[1]})")
         raise ValueError(f"{where} leaves no room for {layout} with one token of each part at least; give "
                          f"--max-length {minimum} or more")
     settings = Settings(epochs=args.epochs, lr=args.lr, batch_size=args.batch_size, max_length=max_length,
@@ -55,6 +55,28 @@ def setup_training(args, task_type):
     if args.dropout is not None and not 0.0 <= args.dropout < 1.0:
         raise ValueError(f"--dropout must be in [0, 1), got {args.dropout}")
     return checkpoint, tokenizer_dir, config, settings, _out_dir(args)
+
+
+def default_max_length(config, checkpoint, task_type) -> tuple[int, str]:
+    """(max length, where it comes from) of a run without --max-length: the length the starting model was
+    fine-tuned with, when minibert fine-tuned it (its config.json's record, as `minibert predict` reads it too),
+    else DEFAULT_MAX_LENGTH (384 for qa); never more than the model's positions."""
+    from minibert.commands.finetune import DEFAULT_MAX_LENGTH
+    from minibert.finetune.loading import finetuning_record
+    recorded = finetuning_record(config).get("max_length")
+    if isinstance(recorded, int) and recorded > 0:
+        return min(recorded, config.max_tokens), (f"the length {checkpoint} was fine-tuned with, recorded in its "
+                                                  f"config.json; --max-length N to change it")
+    default = DEFAULT_MAX_LENGTH if task_type != "qa" else 384
+    if config.max_tokens < default:
+        return config.max_tokens, f"the model's max_position_embeddings, {checkpoint / 'config.json'}"
+    return default, "the default; --max-length N to change it"
+
+
+def max_length_line(args, config, checkpoint, settings, task_type) -> str:
+    """The log's line on the run's max length and where it comes from: --max-length, or default_max_length."""
+    origin = "--max-length" if args.max_length is not None else default_max_length(config, checkpoint, task_type)[1]
+    return f"max length: {settings.max_length} tokens per example ({origin})"
 
 
 REPORTS = ("metrics.json", "confusion_matrix.png", "baseline_metrics.json")  # what runs write beside the model

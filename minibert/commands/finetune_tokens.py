@@ -12,6 +12,8 @@ import time
 
 import numpy as np
 
+from minibert._plural import counted
+
 
 def _prepare_tagged(args, log):
     """(train, eval, test or None, tag names): every data check, before any model is loaded."""
@@ -60,7 +62,8 @@ def _check_words_fit(args, prepared, settings, tokenizer):
 
 def run_tokens(args, comm) -> int:
     from minibert.commands.finetune_setup import (apply_dropout, best_model_saver, load_checked_tokenizer, make_log,
-                                                  run_summary, setup_training, splits_of_this_rank, write_summary)
+                                                  max_length_line, run_summary, setup_training,
+                                                  splits_of_this_rank, write_summary)
     from minibert.finetune.loading import load_for_finetuning
     from minibert.finetune.ner_metrics import format_entity_report
     from minibert.finetune.tagging import encode_tagged, evaluate_tagger, padded_labels
@@ -76,6 +79,7 @@ def run_tokens(args, comm) -> int:
     log(f"data: {args.train}: {len(train)} train / {len(eval_)} eval{f' / {len(test)} test' if test else ''} "
         f"sentences; tags: {', '.join(tag_names)}")
     log(f"model: {checkpoint}")
+    log(max_length_line(args, config, checkpoint, settings, "tokens"))
     tokenizer = load_checked_tokenizer(tokenizer_dir, config, checkpoint)
     _check_words_fit(args, prepared, settings, tokenizer)
     model = load_for_finetuning(checkpoint, tag_names, seed=args.seed, log=log, cls=BertForTokenClassification)
@@ -91,7 +95,7 @@ def run_tokens(args, comm) -> int:
             log(f"note: {enc.cut_words} {name} words lie beyond --max-length {settings.max_length} tokens (or have "
                 f"no token at all): {effect}")
     steps = math.ceil(len(train) / settings.batch_size) * settings.epochs
-    log(f"training: {steps} optimizer steps")
+    log(f"training: {counted(steps, 'optimizer step')}")
 
     def evaluate(name, desc="evaluating"):
         data = {"eval": eval_, "test": test}[name]
@@ -115,7 +119,7 @@ def run_tokens(args, comm) -> int:
             summary["test"] = evaluate("test", "testing")
     split = "test" if test is not None else "eval"
     summary["reported_split"] = split
-    log(f"\nbest epoch {result['best_epoch']}, {split} split ({summary[split]['num_sentences']} sentences), "
+    log(f"\nbest epoch {result['best_epoch']}, {split} split ({counted(summary[split]['num_sentences'], 'sentence')}), "
         f"entity-level scores (exact span and type):")
     log(format_entity_report(summary[split]))
     write_summary(args, out, summary, started, log)

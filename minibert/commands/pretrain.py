@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from minibert._plural import counted
 from minibert.data.examples import OBJECTIVES
 from minibert.training.settings import OUTPUT_BIAS_INITS, PACKINGS, PretrainSettings
 
@@ -185,59 +186,21 @@ def _settings(args, given: dict, settings_class):
     """(settings, checkpoint to resume from or None, run folder or None), checked as far as can be before the
     data is prepared."""
     from minibert.training.pretrain import check_before_data
+    from minibert.training.run_dir import resume_settings
     if args.resume:
-        settings, checkpoint, run_dir = _resume_settings(Path(args.resume), given, settings_class)
+        settings, checkpoint, run_dir = resume_settings(Path(args.resume), given, settings_class)
     else:
         settings, checkpoint, run_dir = settings_class(**given), None, None
     check_before_data(settings, checkpoint)
     return settings, checkpoint, run_dir
 
 
-def _resume_settings(run_dir: Path, given: dict, settings_class=PretrainSettings):
-    from minibert.training.checkpointing import read_training_state
-    from minibert.training.run_dir import latest_checkpoint
-    settings_file = run_dir / "settings.json"
-    if not settings_file.exists():
-        raise FileNotFoundError(f"--resume {run_dir}: not a run folder (no settings.json)")
-    command = getattr(settings_class, "COMMAND", "pretrain")
-    written_by = "distill" if "teacher" in _read_settings(settings_file) else "pretrain"  # (a distillation's has one)
-    if written_by != command:
-        raise ValueError(f"--resume {run_dir}: a minibert {written_by} run, not a {command} run; continue it with "
-                         f"minibert {written_by} --resume {run_dir}")
-    checkpoint = latest_checkpoint(run_dir)
-    if checkpoint is None:  # (starting again with the same --name replaces it: training/run_dir.create_run_dir)
-        raise FileNotFoundError(f"--resume {run_dir}: the run stopped before its first checkpoint, so there is "
-                                f"nothing to resume; start it again with --runs-dir {run_dir.parent} --name "
-                                f"{run_dir.name}, which replaces it")
-    state = read_training_state(checkpoint)  # the settings only: the optimizer's arrays are read by the training
-    saved = settings_class.from_dict(state["settings"], source=str(checkpoint))
-    requested = settings_class.from_dict({**saved.to_dict(), **given})
-    changed = requested.differences(saved)
-    if changed:
-        listing = ", ".join(f"--{n.replace('_', '-')} {getattr(requested, n)!r} (run has {getattr(saved, n)!r})"
-                            for n in changed)
-        raise ValueError(f"--resume continues {run_dir} with its saved settings, but these differ: {listing}; "
-                         f"drop them, or start a new run")
-    requested.resume = str(run_dir)
-    return requested, checkpoint, run_dir
-
-
-def _read_settings(path: Path) -> dict:
-    import json
-    try:
-        saved = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise ValueError(f"{path}: unreadable ({e}); expected the settings.json a run writes") from None
-    if not isinstance(saved, dict):
-        raise ValueError(f"{path}: expected a JSON object (the settings.json a run writes)")
-    return saved
-
-
 def _print_summary(summary: dict, show_examples: bool = True, objective: str = "mlm") -> None:
     m = summary["eval"]
     print()
     print(done_line(summary))
-    print(f"held-out ({summary['eval_sequences']} sequences, {m['masked_tokens']:,} masked tokens):")
+    print(f"held-out ({counted(summary['eval_sequences'], 'sequence')}, "
+          f"{counted(m['masked_tokens'], 'masked token')}):")
     print(f"  masked-token accuracy {m['mlm_acc']:.1%}  (always guessing {summary['baseline_token']!r}: "
           f"{summary['baseline_acc']:.1%})")
     print(f"  perplexity {m['ppl']:,.1f}  (MLM loss {m['mlm_loss']:.3f})")
@@ -272,9 +235,9 @@ def done_line(summary: dict) -> str:
              f"{_duration(summary['train_seconds'])}, {summary['tokens_per_s']:,.0f} tokens/s")
     session = summary.get("session")
     if not session:
-        return f"done: {summary['steps']:,} steps in {_duration(summary['wall_seconds'])} ({times})"
-    return (f"done: {summary['steps']:,} steps; this session: {session['steps']:,} steps (resumed at step "
-            f"{session['resumed_at_step']:,}) in {_duration(summary['wall_seconds'])} (data preparation "
+        return f"done: {counted(summary['steps'], 'step')} in {_duration(summary['wall_seconds'])} ({times})"
+    return (f"done: {counted(summary['steps'], 'step')}; this session: {counted(session['steps'], 'step')} "
+            f"(resumed at step {session['resumed_at_step']:,}) in {_duration(summary['wall_seconds'])} (data preparation "
             f"{_duration(summary['prepare_seconds'])}, training {_duration(session['train_seconds'])}, "
             f"{session['tokens_per_s']:,.0f} tokens/s); the whole run: training {_duration(summary['train_seconds'])}, "
             f"{summary['tokens_per_s']:,.0f} tokens/s")

@@ -19,14 +19,13 @@ def add_arguments(parser):
 def run(args) -> int:
     import sys
 
-    from minibert.commands.embed import check_max_length, truncation_note
+    from minibert.commands.embed import checked_model_folder, truncation_note
     from minibert.embeddings import SentenceEncoder
 
     for name, text in (("A", args.text_a), ("B", args.text_b)):
         if not text.strip():  # an empty text embeds as [CLS] [SEP] alone: any number printed would mean nothing
             raise ValueError(f"text {name} is empty: give two texts to compare")
-    check_max_length(args)
-    encoder = SentenceEncoder.from_pretrained(args.model, max_length=args.max_length)
+    encoder = SentenceEncoder.from_pretrained(checked_model_folder(args), max_length=args.max_length)
     note = truncation_note(encoder, [args.text_a, args.text_b], names=["text A", "text B"])
     if note:
         print(note, file=sys.stderr)

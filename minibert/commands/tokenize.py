@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sys
+import unicodedata
+
+from minibert._plural import counted
 
 
 def add_arguments(parser):
@@ -32,9 +36,11 @@ def run(args) -> int:
         specials = 0 if args.no_special_tokens else (3 if args.pair is not None else 2)
         if args.max_length < max(1, specials):
             raise ValueError(f"--max-length {args.max_length} is too small: " +
-                             (f"[CLS] and [SEP] take {specials} tokens, so at least {specials}" if specials else
-                              "at least 1"))
-    text = sys.stdin.read() if args.text == "-" else args.text
+                             (f"{'[CLS] and two [SEP]' if specials == 3 else '[CLS] and [SEP]'} take {specials} "
+                              f"tokens, so at least {specials}" if specials else "at least 1"))
+    if args.pair is not None:
+        check_argument_text(args.pair, "--pair")
+    text = read_stdin_text() if args.text == "-" else check_argument_text(args.text, "argument 1")
     enc = tok.encode(text, args.pair, max_length=args.max_length, truncation=args.max_length is not None,
                      add_special_tokens=not args.no_special_tokens)
     if args.json:
@@ -46,7 +52,7 @@ def run(args) -> int:
     rows = [["piece", *enc.tokens], ["id", *map(str, enc.input_ids)]]
     if args.pair is not None:
         rows.append(["type", *map(str, enc.token_type_ids)])
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    widths = [max(display_width(row[i]) for row in rows) for i in range(len(rows[0]))]
     room = max(40, shutil.get_terminal_size((100, 24)).columns)
     start = 1
     while start < len(widths):
@@ -56,9 +62,47 @@ def run(args) -> int:
             end += 1
         for row in rows:
             cells = [row[0]] + row[start:end]
-            print("  ".join(c.ljust(w) for c, w in zip(cells, [widths[0]] + widths[start:end])).rstrip())
+            print("  ".join(c + " " * (w - display_width(c)) for c, w in zip(cells, [widths[0]] + widths[start:end]))
+                  .rstrip())
         start = end
         if start < len(widths):
             print()
-    print(f"{len(enc)} token{'s' if len(enc) != 1 else ''}")
+    print(counted(len(enc), "token"))
     return 0
+
+
+def read_stdin_text() -> str:
+    """Standard input as UTF-8 text; a byte that is not UTF-8 is an error naming its offset, not dropped."""
+    from minibert.tokenizer.vocab_io import decode_utf8
+    stream = getattr(sys.stdin, "buffer", None)
+    if stream is None:  # (a text stream put in its place, as tests do)
+        return sys.stdin.read()
+    return decode_utf8(stream.read(), "<stdin>")
+
+
+def check_argument_text(text: str, name: str) -> str:
+    """`text`, refused if it has lone surrogates: the bytes of a command-line argument that were not UTF-8
+    (Python keeps them as U+DC80-U+DCFF) and that the tokenizer would silently drop."""
+    if not any("\ud800" <= ch <= "\udfff" for ch in text):
+        return text
+    from minibert.tokenizer.vocab_io import decode_utf8
+    try:
+        raw = os.fsencode(text)  # the bytes as typed
+    except UnicodeEncodeError:  # (a surrogate that no byte gives)
+        position = next(i for i, ch in enumerate(text) if "\ud800" <= ch <= "\udfff")
+        raise ValueError(f"{name}: not UTF-8 text: a lone surrogate U+{ord(text[position]):04X} at character "
+                         f"{position}") from None
+    return decode_utf8(raw, name)
+
+
+def display_width(text: str) -> int:
+    """Columns `text` takes in a terminal: 2 for wide characters (CJK, kana, fullwidth forms), 0 for combining
+    marks and format characters, 1 for the others."""
+    if text.isascii():
+        return len(text)
+    width = 0
+    for ch in text:
+        if unicodedata.combining(ch) or unicodedata.category(ch) in ("Mn", "Me", "Cf"):
+            continue
+        width += 2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1
+    return width

@@ -118,8 +118,8 @@ class Distiller:
 
     # ---- the losses
     def _teacher(self, input_ids, attention_mask, labels):
-        out = self.teacher.forward(input_ids, None, attention_mask, **({"labels": labels} if self.mode == "mlm"
-                                                                          else {}), output_hidden_states=True)
+        out = self.teacher.forward(input_ids, attention_mask=attention_mask, output_hidden_states=True,
+                                   **({"labels": labels} if self.mode == "mlm" else {}))
         self.teacher._cache = None  # never backpropagated: drop the activations at once
         _body(self.teacher)._cache = None
         return out
@@ -138,12 +138,12 @@ class Distiller:
             if labels is not None:  # put the masked tokens back: this objective learns no MLM
                 input_ids = np.where(labels != IGNORE_INDEX, labels, input_ids)
             t_out = self._teacher(input_ids, mask, None)
-            s_hidden = self.student.forward(input_ids, None, mask).last_hidden_state  # (B, T, H)
+            s_hidden = self.student.forward(input_ids, attention_mask=mask).last_hidden_state  # (B, T, H)
         else:
             if labels is None:
                 raise ValueError("the mlm distillation needs labels (the masked positions)")
             t_out = self._teacher(input_ids, mask, labels)
-            s_out = self.student.forward(input_ids, None, mask, labels=labels, output_hidden_states=True)
+            s_out = self.student.forward(input_ids, attention_mask=mask, labels=labels, output_hidden_states=True)
             s_hidden, mlm_loss = s_out.hidden_states[-1], float(s_out.loss)  # (B, T, H)
             logits, positions = s_out.prediction_logits, s_out.masked_positions  # (M, V), (M,)
             parts["kd_loss"], c_kd = L.soft_target_forward(logits, t_out.prediction_logits, self.temperature)

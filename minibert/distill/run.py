@@ -14,17 +14,19 @@ from minibert.distill.settings import DistillSettings
 from minibert.distill.student import (check_teacher_layers, default_teacher_layers, has_mlm_head, load_teacher,
                                       student_from_teacher)
 from minibert.finetune.model_source import resolve_model
+from minibert.training.settings import option
 
 
 def teacher_source(settings: DistillSettings) -> tuple[Path, Path]:
     """(teacher checkpoint folder, its tokenizer folder); fails before any data work when there is none."""
-    return resolve_model(settings.teacher, option="--teacher")
+    return resolve_model(settings.teacher, option="--teacher")  # (named as every command names --model)
 
 
 def check_teacher(settings: DistillSettings, resume_checkpoint: Path | None = None) -> None:
-    """The teacher, --seq-len against its max_position_embeddings (the student's), and for a new run the
-    settings it decides (resolve_settings), its tokenizer and the run's name: before any data work, in the
-    command's process (DistillSettings.check_model)."""
+    """The teacher, seq_len (--seq-len) against its max_position_embeddings (the student's), and for a new run the
+    settings it decides (resolve_settings) and its tokenizer, filled into `settings`: before any data work, in the
+    command's process (DistillSettings.check_model), and again in `distill`/`pretrain` on their copy of the
+    settings (the caller's object is left alone)."""
     from minibert.config import BertConfig
     from minibert.training.pretrain import sequence_length
     checkpoint, tokenizer_dir = teacher_source(settings)
@@ -34,10 +36,13 @@ def check_teacher(settings: DistillSettings, resume_checkpoint: Path | None = No
         return
     resolve_settings(settings, checkpoint, teacher_config.num_hidden_layers)
     settings.tokenizer = str(tokenizer_dir)  # the student reads text exactly as its teacher does
-    if settings.name is None:
-        teacher = Path(settings.teacher).name or "teacher"
-        corpus = "+".join(Path(c).stem for c in settings.corpus)
-        settings.name = f"distil-{teacher}-L{settings.student_layers}-{corpus}-{time.strftime('%Y%m%d-%H%M%S')}"
+
+
+def default_name(settings: DistillSettings) -> str:
+    """A distillation's run folder name when `name` is not given: distil-<teacher>-L<layers>-<corpus>-<time>."""
+    teacher = Path(settings.teacher).name or "teacher"
+    corpus = "+".join(Path(c).stem for c in settings.corpus)
+    return f"distil-{teacher}-L{settings.student_layers}-{corpus}-{time.strftime('%Y%m%d-%H%M%S')}"
 
 
 def resolve_settings(settings: DistillSettings, teacher_checkpoint: Path, teacher_layers: int) -> None:
@@ -45,13 +50,13 @@ def resolve_settings(settings: DistillSettings, teacher_checkpoint: Path, teache
     mlm = has_mlm_head(teacher_checkpoint)
     asked = [name for name in ("alpha_ce", "alpha_mlm") if getattr(settings, name)]
     if settings.mode == "hidden" and mlm and asked:  # (a teacher without the head: distiller.check_weights says so)
-        raise ValueError(f"--{asked[0].replace('_', '-')} weighs a loss on the teacher's MLM predictions, which "
-                         f"--mode hidden does not use; drop it or use --mode mlm")
+        raise ValueError(f"{option(asked[0])} weighs a loss on the teacher's MLM predictions, which mode (--mode) "
+                         f"hidden does not use; drop it or use mode 'mlm'")
     if settings.mode is None:
         settings.mode = "mlm" if mlm else "hidden"
     if settings.mode == "mlm" and not mlm:
-        raise ValueError(f"--mode mlm needs a teacher with an MLM head; {teacher_checkpoint} has none "
-                         f"(use --mode hidden)")
+        raise ValueError(f"mode (--mode) mlm needs a teacher with an MLM head; {teacher_checkpoint} has none "
+                         f"(use mode 'hidden')")
     if settings.teacher_layers is None:
         k = settings.student_layers or math.ceil(teacher_layers / 2)
         settings.teacher_layers = default_teacher_layers(teacher_layers, k)
@@ -59,8 +64,8 @@ def resolve_settings(settings: DistillSettings, teacher_checkpoint: Path, teache
     if settings.student_layers is None:
         settings.student_layers = len(settings.teacher_layers)
     if settings.student_layers != len(settings.teacher_layers):
-        raise ValueError(f"--student-layers {settings.student_layers} but --teacher-layers names "
-                         f"{len(settings.teacher_layers)} layers {settings.teacher_layers}")
+        raise ValueError(f"{option('student_layers')} {settings.student_layers} but {option('teacher_layers')} "
+                         f"names {len(settings.teacher_layers)} layers {settings.teacher_layers}")
     for name in WEIGHTS:
         if getattr(settings, name) is None:
             setattr(settings, name, DEFAULT_WEIGHTS[settings.mode][name])
@@ -90,6 +95,8 @@ def distill(settings: DistillSettings, resume_checkpoint: Path | None = None, ru
             log=print, comm=None) -> dict:
     """Run (or resume) a distillation; returns the summary (also RUN_DIR/summary.json). The pre-training loop
     trains the model DistillSettings.build_model builds, on one process or several, after checking the teacher
-    (check_teacher, through DistillSettings.check_model)."""
+    (check_teacher, through DistillSettings.check_model). As for `pretrain`, `settings` is not changed: what the
+    teacher decides (tokenizer, layers, mode, loss weights) and the run's name are filled into a copy, which the
+    run folder's settings.json records."""
     from minibert.training.pretrain import pretrain
     return pretrain(settings, resume_checkpoint=resume_checkpoint, run_dir=run_dir, log=log, comm=comm)

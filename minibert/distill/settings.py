@@ -8,12 +8,14 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from minibert.distill.distiller import MODES, WEIGHTS
-from minibert.training.settings import PretrainSettings
+from minibert.training.settings import PretrainSettings, option
 
 
 @dataclass
 class DistillSettings(PretrainSettings):
     COMMAND: ClassVar[str] = "distill"  # the command that resumes a run (in messages)
+    PATH_FIELDS: ClassVar[tuple[str, ...]] = PretrainSettings.PATH_FIELDS + ("teacher",)
+    NUMBER_FIELDS: ClassVar[tuple[str, ...]] = PretrainSettings.NUMBER_FIELDS + ("temperature",) + WEIGHTS
     teacher: str = "minilm"              # a BERT folder, a run folder, or "minilm"
     student_layers: int | None = None    # None: half the teacher's (rounded up)
     teacher_layers: list[int] | None = None  # which teacher layers initialise the student; None: spread evenly
@@ -34,17 +36,18 @@ class DistillSettings(PretrainSettings):
     def validate(self) -> None:
         super().validate()
         if self.objective != "mlm":
-            raise ValueError(f"distillation uses --objective mlm (no next-sentence head), got {self.objective!r}")
+            raise ValueError(f"distillation uses {option('objective')} mlm (no next-sentence head), got "
+                             f"{self.objective!r}")
         if self.student_layers is not None and (not isinstance(self.student_layers, int) or self.student_layers < 1):
-            raise ValueError(f"--student-layers must be a positive integer, got {self.student_layers!r}")
+            raise ValueError(f"{option('student_layers')} must be a positive integer, got {self.student_layers!r}")
         if self.mode is not None and self.mode not in MODES:
-            raise ValueError(f"--mode must be one of {', '.join(MODES)}, got {self.mode!r}")
+            raise ValueError(f"{option('mode')} must be one of {', '.join(MODES)}, got {self.mode!r}")
         if not self.temperature > 0:
-            raise ValueError(f"--temperature must be positive, got {self.temperature!r}")
+            raise ValueError(f"{option('temperature')} must be positive, got {self.temperature!r}")
         for name in WEIGHTS:
             value = getattr(self, name)
             if value is not None and not value >= 0:
-                raise ValueError(f"--{name.replace('_', '-')} must be >= 0, got {value!r}")
+                raise ValueError(f"{option(name)} must be >= 0, got {value!r}")
 
     def check_config(self) -> None:
         """No --config: the student's size comes from the teacher (check_model)."""
@@ -53,6 +56,14 @@ class DistillSettings(PretrainSettings):
         """The teacher, and what it decides (training.pretrain.check_before_data calls this before any data work)."""
         from minibert.distill.run import check_teacher
         check_teacher(self, resume_checkpoint)
+
+    def default_name(self, corpus_name: str) -> str:
+        """The run folder's name when `name` is not given: distil-<teacher>-L<layers>-<corpus>-<date>-<time>."""
+        from minibert.distill.run import default_name
+        return default_name(self)
+
+    def describe_config(self) -> str:
+        return f"a student of {self.teacher}"
 
     def build_model(self, checkpoint=None):
         """The model the pre-training loop trains for this run (training/objectives.build_model calls it): a

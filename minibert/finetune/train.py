@@ -104,7 +104,10 @@ def forward_in_batches(model, encoded: list, pad_id: int, batch_size: int = 64, 
     order = np.argsort([len(ids) for ids, _ in encoded], kind="stable")  # similar lengths -> little padding
     batches = [order[start:start + batch_size] for start in range(0, len(order), batch_size)]
     with forward_only(model):  # eval mode; no backward follows, so the layers keep no activations
-        outputs = map_batches(lambda chosen: model.forward(*collate(encoded, chosen, pad_id)), batches, workers)
+        def run(chosen):  # one batch, inputs by name (a model's inputs after input_ids are keyword-only)
+            input_ids, token_type_ids, attention_mask = collate(encoded, chosen, pad_id)
+            return model.forward(input_ids, token_type_ids=token_type_ids, attention_mask=attention_mask)
+        outputs = map_batches(run, batches, workers)
         outputs = tqdm(outputs, total=len(batches), desc=desc, unit="batch", disable=not progress, leave=False)
         for out, chosen in zip(outputs, batches):  # the outputs' generator first: it runs to its end
             yield chosen, out
@@ -177,7 +180,8 @@ def train_step(model, optimizer, encoded: list, chosen, targets, pad_id: int, lr
         # Padded as the whole batch is: a QA head's softmax runs over every position, padding included (as in
         # Hugging Face's), so its loss depends on the padded length. (A batch sorted by length costs no more.)
         inputs = collate(encoded, mine, pad_id, max(len(encoded[i][0]) for i in chosen))
-        out = model.forward(*inputs, **targets(mine, inputs[0].shape[1]))
+        out = model.forward(inputs[0], token_type_ids=inputs[1], attention_mask=inputs[2],
+                            **targets(mine, inputs[0].shape[1]))
         if size == 1 and not math.isfinite(out.loss):
             return out.loss, 0  # (nothing to learn from: the caller stops)
         correct = count_correct(out, mine) if count_correct is not None else 0

@@ -52,19 +52,16 @@ def load_pretrained(cls, path, dtype=np.float32, **kwargs):
     """Build `cls(config, dtype=dtype, **kwargs)` from a checkpoint folder (or a run folder: its latest
     checkpoint) and copy its weights in.
 
-    Returns the model in eval mode with `model.name_or_path` set. Raises a one-line ValueError naming the file
-    and tensor when a tensor's shape or dtype disagrees with config.json, before any weights are read.
+    `path` is whatever the CLI's --model takes (minibert.io.model_folder.resolve_model_folder): a checkpoint
+    folder, a run folder or its checkpoints/ (the latest complete checkpoint), or "minilm" (the built-in
+    all-MiniLM-L6-v2). Returns the model in eval mode with `model.name_or_path` set. Raises a one-line ValueError
+    naming the file and tensor when a tensor's shape or dtype disagrees with config.json, before any weights are
+    read.
     """
-    folder = Path(path)
-    if folder.is_file():
-        raise ValueError(f"{folder}: is a file; from_pretrained takes the checkpoint folder that holds "
-                         f"{CONFIG_NAME} and {WEIGHTS_NAME}")
-    if not folder.is_dir():
-        raise FileNotFoundError(f"{folder}: no such checkpoint folder (expected a folder with {CONFIG_NAME} and "
-                                f"{WEIGHTS_NAME})")
-    if not (folder / CONFIG_NAME).exists() and (folder / "checkpoints").is_dir():  # a run folder (pretrain, distill)
-        from minibert.training.run_dir import resolve_model_dir
-        folder = resolve_model_dir(folder)  # its newest complete checkpoint, as the CLI takes it
+    from minibert.io.model_folder import resolve_model_folder
+    from minibert.models.base import _check_dtype
+    dtype = _check_dtype(dtype)  # before anything is read
+    folder = resolve_model_folder(path, option=None)
     config = BertConfig.from_json_file(folder / CONFIG_NAME)
     # BERT's classes load every family that keeps BERT's names (roberta, albert, electra bodies: io/families.py);
     # DistilBERT's names differ, so its classes and its checkpoints go together only.
@@ -326,14 +323,24 @@ def _torch_load(path: Path) -> dict[str, np.ndarray]:
 # ---------------------------------------------------------------------------------------------------- saving
 def save_pretrained(model, path) -> Path:
     """Write `config.json` and `model.safetensors` (atomically) that transformers loads into the class of the
-    same name (`architectures`) with identical outputs. Returns the folder."""
+    same name (`architectures`) with identical outputs. Returns the folder.
+
+    config.json's model_type and architectures always name the family whose names the tensors carry: a BERT
+    class loaded from an ELECTRA folder (its body keeps BERT's names here) saves as model_type "bert", so that
+    transformers' Auto classes build a BERT and find every weight. Every tensor is checked against the shape the
+    config implies (and must be floating-point) before anything is written."""
     folder = Path(path)
     if folder.exists() and not folder.is_dir():
         raise FileExistsError(f"{folder}: exists and is not a folder")
+    _check_params_before_saving(model)
     folder.mkdir(parents=True, exist_ok=True)
 
     config = model.config.to_dict()
     config.pop("_name_or_path", None)
+    if config.get("model_type") == "electra":  # a BERT class on an ELECTRA body (the ELECTRA classes say so below)
+        config["model_type"] = "bert"
+        if config.get("embedding_size") == config["hidden_size"]:
+            del config["embedding_size"]  # (BERT has none; E = H is why a BERT class could load it)
     config["architectures"] = [architecture(type(model).__name__, model.config.model_type)]
     # minibert always ties the decoder to the word embeddings and writes no decoder tensor: transformers must tie
     # them too, or it would initialise the decoder at random.
@@ -351,3 +358,25 @@ def save_pretrained(model, path) -> Path:
     atomic_write_text(folder / CONFIG_NAME, json.dumps(config, indent=2, sort_keys=True) + "\n")
     return folder
 
+
+
+def _check_params_before_saving(model):
+    """A one-line ValueError naming the first parameter whose shape differs from the one the model's config
+    implies (an entry replaced by `params[name] = array` of another shape: neither minibert nor transformers could
+    load the file), or that is not a floating-point array."""
+    expected = model.param_shapes()
+    for name, value in model.params.items():
+        value = np.asarray(value)
+        if name not in expected:
+            raise ValueError(f"cannot save: parameter {name!r} is not one of {type(model).__name__}'s (its config "
+                             f"gives {len(expected)} parameters)")
+        if value.shape != tuple(expected[name]):
+            raise ValueError(f"cannot save: tensor {name!r} has shape {value.shape}, but the model's config implies "
+                             f"{tuple(expected[name])}; nothing was written")
+        if value.dtype.kind != "f":
+            raise ValueError(f"cannot save: tensor {name!r} has dtype {value.dtype}, expected a floating-point array "
+                             f"of shape {tuple(expected[name])}; nothing was written")
+    missing = [name for name in expected if name not in model.params]
+    if missing:
+        raise ValueError(f"cannot save: {len(missing)} parameters of {type(model).__name__} are missing from "
+                         f"model.params: {_short_list(missing)}; nothing was written")

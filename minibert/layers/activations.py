@@ -44,6 +44,19 @@ AS_P = 0.3275911
 AS_A = (1.061405429, -1.453152027, 1.421413741, -0.284496736, 0.254829592)  # a5 .. a1, for Horner's rule
 
 
+def check_float(x, layer):
+    """A one-line TypeError unless x is float32 or float64, the dtypes minibert's models compute in. The layers
+    refuse others rather than compute them: the float32 erf reads the sign bits of 4-byte floats (float16 would
+    give garbage), NumPy has no fast float16 arithmetic, and an integer input is a mistake (token ids given where
+    activations belong), which a quiet cast would hide."""
+    dtype = getattr(x, "dtype", None)
+    if dtype not in (np.float32, np.float64):
+        given, cast = ((f"a {type(x).__name__}", "np.asarray(x, dtype=np.float32)") if dtype is None
+                       else (dtype, "x.astype(np.float32)"))
+        raise TypeError(f"{layer} computes in float32 or float64 (minibert's model dtypes), got {given}: cast "
+                        f"first, {cast}")
+
+
 def normal_cdf(x, exp_half_x2, out=None):
     """Phi(x) = 0.5 * (1 + erf(x / sqrt(2))), given exp(-x^2 / 2) (which the caller needs anyway).
 
@@ -51,6 +64,7 @@ def normal_cdf(x, exp_half_x2, out=None):
     and copysign cost 5-7 multiplies each on float32 arrays, two integer bit operations cost two. The steps
     work in place on two buffers (t and the result).
     """
+    check_float(x, "normal_cdf")
     if x.dtype == np.float64:
         return np.multiply(0.5, 1.0 + np.asarray(_exact_erf(x * SQRT_HALF), dtype=np.float64), out=out)
     poly = np.empty_like(x) if out is None else out
@@ -77,31 +91,40 @@ def normal_cdf(x, exp_half_x2, out=None):
 # passes stay in cache (~30% faster for mini), and the blocks run on the thread pool (threads.py). Each
 # block's results go straight into preallocated outputs.
 # The forward also computes the derivative, while exp(-x^2/2) and Phi(x) are at hand, and caches only that
-# one (B, T, F) array instead of x, Phi(x) and exp(-x^2/2): a third of the memory, the same arithmetic.
+# one (B, T, F) array instead of x, Phi(x) and exp(-x^2/2): a third of the memory, the same arithmetic. A forward
+# whose cache no backward reads (for_backward=False: evaluation, inference, recompute's first pass) skips it.
 def _gelu_forward_block(x, out, deriv, e):
-    """out = x Phi(x);  deriv = d/dx [x Phi(x)] = Phi(x) + x phi(x), phi(x) = exp(-x^2 / 2) / sqrt(2 pi)."""
+    """out = x Phi(x);  deriv = d/dx [x Phi(x)] = Phi(x) + x phi(x), phi(x) = exp(-x^2 / 2) / sqrt(2 pi), unless
+    deriv is None."""
     np.multiply(x, x, out=e)
     e *= -0.5
     np.exp(e, out=e)  # exp(-x^2 / 2)
     cdf = normal_cdf(x, e)  # (rows, F) Phi(x)
     np.multiply(x, cdf, out=out)
-    np.multiply(x, e, out=deriv)
-    deriv *= INV_SQRT_2PI  # x phi(x)
-    deriv += cdf
+    if deriv is not None:
+        np.multiply(x, e, out=deriv)
+        deriv *= INV_SQRT_2PI  # x phi(x)
+        deriv += cdf
 
 
-def gelu_forward(x):
-    """GELU(x) = x * Phi(x), Phi the standard normal CDF. The cache is GELU's derivative at x."""
+def gelu_forward(x, for_backward=True):
+    """GELU(x) = x * Phi(x), Phi the standard normal CDF. The cache is GELU's derivative at x, or None with
+    for_backward=False (no backward will read it: it is not computed). x: float32 or float64 (else TypeError)."""
+    check_float(x, "gelu_forward")
     x2 = np.ascontiguousarray(x.reshape(-1, x.shape[-1]))  # (N, F)
-    out, deriv = np.empty_like(x2), np.empty_like(x2)
+    out = np.empty_like(x2)
+    deriv = np.empty_like(x2) if for_backward else None
     loop = numba_gelu_loop() if x2.dtype == np.float32 else None
-    if loop is not None:  # the same formula compiled into one pass (gelu_numba.py)
-        block = lambda s: loop(x2[s].reshape(-1), out[s].reshape(-1), deriv[s].reshape(-1))  # noqa: E731
+    if loop is not None:  # the same formula compiled into one pass (gelu_numba.py), on flat blocks of rows
+        def block(s):
+            loop(x2[s].reshape(-1), out[s].reshape(-1), None if deriv is None else deriv[s].reshape(-1))
     else:
         e = np.empty_like(x2)
-        block = lambda s: _gelu_forward_block(x2[s], out[s], deriv[s], e[s])  # noqa: E731
+
+        def block(s):
+            _gelu_forward_block(x2[s], out[s], None if deriv is None else deriv[s], e[s])
     for_row_blocks(block, *x2.shape)
-    return out.reshape(x.shape), deriv.reshape(x.shape)
+    return out.reshape(x.shape), None if deriv is None else deriv.reshape(x.shape)
 
 
 def gelu_backward(dout, deriv):
@@ -132,7 +155,8 @@ def numba_setting():
 def _load_numba_loop():
     from minibert.layers.gelu_numba import gelu_forward_loop  # ImportError without numba
     x = np.linspace(-3, 3, 8, dtype=np.float32)
-    gelu_forward_loop(x, np.empty_like(x), np.empty_like(x))  # compiled here, once per process
+    gelu_forward_loop(x, np.empty_like(x), np.empty_like(x))  # compiled here, once per process,
+    gelu_forward_loop(x, np.empty_like(x), None)  # and its version without the derivative
     return gelu_forward_loop
 
 
@@ -197,8 +221,10 @@ def gelu_kernel_name():
 
 
 # ---------------------------------------------------------------------------- tanh GELU
-def gelu_tanh_forward(x):
-    """0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))): 'gelu_new' / 'gelu_pytorch_tanh'."""
+def gelu_tanh_forward(x, for_backward=True):
+    """0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))): 'gelu_new' / 'gelu_pytorch_tanh'. (for_backward=False:
+    no cache, as every activation of ACTIVATIONS.) x: float32 or float64 (else TypeError)."""
+    check_float(x, "gelu_tanh_forward")
     x2 = x * x  # x*x*x, never x**3: NumPy's power is ~200x slower
     u = x2 * 0.044715
     u += 1.0
@@ -208,7 +234,7 @@ def gelu_tanh_forward(x):
     out = t + 1.0
     out *= 0.5
     out *= x
-    return out, (x, t)
+    return out, (x, t) if for_backward else None
 
 
 def gelu_tanh_backward(dout, cache):
@@ -230,8 +256,8 @@ def gelu_tanh_backward(dout, cache):
 
 
 # ---------------------------------------------------------------------------- ReLU and tanh
-def relu_forward(x):
-    return np.maximum(x, 0), x
+def relu_forward(x, for_backward=True):
+    return np.maximum(x, 0), x if for_backward else None
 
 
 def relu_backward(dout, cache):
@@ -258,7 +284,8 @@ ACTIVATIONS = {
 
 
 def get_activation(name):
-    """(forward, backward) for a config's hidden_act."""
+    """(forward, backward) for a config's hidden_act: forward(x, for_backward=True) returns (out, cache), the
+    cache None when for_backward is False (no backward follows)."""
     if name not in ACTIVATIONS:
         raise ValueError(f"unknown hidden_act {name!r}; expected one of {', '.join(ACTIVATIONS)}")
     return ACTIVATIONS[name]

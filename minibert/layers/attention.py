@@ -18,6 +18,13 @@ from minibert.layers.dropout import dropout_backward, dropout_forward
 from minibert.layers.threads import batched_matmul, for_row_blocks, sum_rows
 
 
+def _check_rows(name, scores):
+    """The softmax runs over the last axis, in blocks of the first: it needs 2 axes or more."""
+    if np.ndim(scores) < 2:
+        raise ValueError(f"{name} needs scores with 2 or more axes (rows, then the softmax axis), got shape "
+                         f"{np.shape(scores)}: for one row pass x[None]")
+
+
 def _softmax_forward_block(scores, additive_mask):
     if additive_mask is not None:
         scores += additive_mask  # padded keys get ~zero probability
@@ -30,7 +37,9 @@ def softmax_forward(scores, additive_mask=None):
     """Softmax over the last axis of `scores + additive_mask`, in place on `scores` (C-contiguous, 2-D or more).
 
     additive_mask broadcasts against scores and has scores' first axis or 1 there (e.g. (B, 1, 1, T) for
-    scores (B, A, T, T)). Runs on blocks along the first axis (threads.py)."""
+    scores (B, A, T, T)). Runs on blocks along the first axis (threads.py), so it needs a first axis of rows: a
+    1-D array is refused (ValueError), never split into blocks of its own softmax axis."""
+    _check_rows("softmax_forward", scores)
     m = additive_mask
     per_row = m is not None and m.shape[0] > 1  # one mask per batch row: slice it with the block
 
@@ -47,7 +56,8 @@ def _softmax_backward_block(dprobs, probs):
 
 
 def softmax_backward(dprobs, probs):
-    """The gradient w.r.t. the scores, overwriting dprobs (C-contiguous, same shape as probs)."""
+    """The gradient w.r.t. the scores, overwriting dprobs (C-contiguous, same shape as probs, 2-D or more)."""
+    _check_rows("softmax_backward", probs)
     for_row_blocks(lambda s: _softmax_backward_block(dprobs[s], probs[s]), probs.shape[0],
                    probs.size // max(1, probs.shape[0]))
     return dprobs

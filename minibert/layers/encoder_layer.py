@@ -38,8 +38,10 @@ def layer_norm_names(config):
     return PRE_LN_NAMES if config.layer_norm_position == "pre" else POST_LN_NAMES
 
 
-def encoder_layer_forward(x, params, prefix, additive_mask, config, rng, training, rows=None):
+def encoder_layer_forward(x, params, prefix, additive_mask, config, rng, training, rows=None, for_backward=True):
     # x (B, T, H); rows None, or (R,) sorted flat indices into B*T: then the output is (R, H) (see the top)
+    # for_backward=False: no backward reads this cache (recompute keeps only the input), so the activation's
+    # derivative is not computed
     P = lambda name: params[prefix + name]  # noqa: E731  (short local alias keeps the lines readable)
     pre = config.layer_norm_position == "pre"
     ln1, ln2 = (prefix + n for n in layer_norm_names(config))
@@ -76,7 +78,7 @@ def encoder_layer_forward(x, params, prefix, additive_mask, config, rng, trainin
     if pre:
         g, c_pre2 = layernorm_forward(h, g2, b2, eps)  # (B, T, H)
     f, c_in = linear_forward(g, P("intermediate.dense.weight"), P("intermediate.dense.bias"))  # (B, T, F)
-    f, c_act = act_forward(f)  # (B, T, F)
+    f, c_act = act_forward(f, for_backward)  # (B, T, F)
     ffn_out, c_out = linear_forward(f, P("output.dense.weight"), P("output.dense.bias"))  # (B, T, H)
     ffn_out, m_out = dropout_forward(ffn_out, p_ffn, rng, training)  # (B, T, H)
     ffn_out += h  # residual

@@ -9,6 +9,7 @@ that numba compiles to SIMD code: each element is read once and its two results 
     Phi   = 0.5 + sign(x) * (0.5 - 0.5 * (a1 t + ... + a5 t^5) * e)       the normal CDF, erf by A&S
     out   = x * Phi                                                      GELU(x)
     deriv = Phi + x * e / sqrt(2 pi)                                     GELU'(x), cached for the backward
+                                                                         (deriv None: not computed)
 
 One piece differs from the NumPy path: exp. A loop that calls the C library's exp element by element does not
 vectorise, so `exp_nonpositive` builds it from operations the compiler does vectorise: exp(y) = 2^n exp(r)
@@ -69,7 +70,8 @@ def exp_nonpositive(y):
 
 @_jit
 def gelu_forward_loop(x, out, deriv):
-    """out = GELU(x), deriv = GELU'(x); x, out, deriv: (N,) float32, contiguous."""
+    """out = GELU(x), deriv = GELU'(x); x, out, deriv: (N,) float32, contiguous. deriv None (no backward follows):
+    out only; numba compiles that version apart, the `deriv is not None` test decided at compile time."""
     for i in range(x.shape[0]):
         v = x[i]
         e = exp_nonpositive(F32(-0.5) * v * v)  # exp(-x^2 / 2)
@@ -78,4 +80,5 @@ def gelu_forward_loop(x, out, deriv):
         h = poly * e * F32(-0.5) + HALF  # Phi(|x|) - 0.5 = 0.5 erf(|x| / sqrt(2)) (>= 0 up to ~6e-8 near x = 0)
         cdf = math.copysign(h, v) + HALF  # Phi(x), since erf is odd
         out[i] = v * cdf
-        deriv[i] = v * e * INV_SQRT_2PI_F32 + cdf
+        if deriv is not None:
+            deriv[i] = v * e * INV_SQRT_2PI_F32 + cdf

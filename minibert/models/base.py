@@ -14,10 +14,32 @@ from minibert.optim import default_no_decay
 
 
 def _check_dtype(dtype):
-    dtype = np.dtype(dtype)
-    if dtype not in (np.float32, np.float64):
-        raise ValueError(f"dtype must be float32 or float64, got {dtype}")
-    return dtype
+    """`dtype` as a NumPy dtype, float32 or float64 (the only ones minibert computes in); a one-line ValueError for
+    any other, including names NumPy does not know ("bfloat16")."""
+    try:
+        checked = np.dtype(dtype)
+    except TypeError:  # "data type 'bfloat16' not understood"
+        checked = None
+    if checked not in (np.float32, np.float64):
+        raise ValueError(f"dtype must be float32 or float64, got {repr(dtype) if checked is None else checked}")
+    return checked
+
+
+def _config_kind(config) -> str:
+    """"a transformers BertConfig", "dict", ...: what a model was given instead of a minibert config."""
+    name = type(config).__name__
+    return f"a transformers {name}" if type(config).__module__.startswith("transformers") else name
+
+
+def _conversion_hint(config, ours: str) -> str:
+    """How to make the minibert config `ours` ("BertConfig", "DistilBertConfig") of what was given."""
+    if type(config).__module__.startswith("transformers"):
+        return f"; convert it with minibert's {ours}.from_dict(hf_config.to_dict())"
+    if isinstance(config, dict):
+        return f"; make one of a config.json's dict with {ours}.from_dict(d)"
+    if ours == "DistilBertConfig" and isinstance(config, BertConfig):
+        return "; DistilBertConfig.from_bert(config) makes one with a BERT config's sizes"
+    return ""
 
 
 def check_seed(seed):
@@ -57,7 +79,8 @@ class Model:
         """init_weights=False leaves every parameter at zero, for a caller that overwrites them all at once
         (loading a checkpoint): drawing the random init of a real vocabulary takes a second or more."""
         if not isinstance(config, BertConfig):
-            raise ValueError(f"config must be a minibert BertConfig, got {type(config).__name__}")
+            raise ValueError(f"config must be a minibert BertConfig, got {_config_kind(config)}"
+                             f"{_conversion_hint(config, 'BertConfig')}")
         config.validate()  # fields may have been changed since the config was made
         self.config = config
         self.dtype = _check_dtype(dtype)
@@ -77,6 +100,8 @@ class Model:
 
     # ---------------------------------------------------------------- to override
     def param_shapes(self) -> dict[str, tuple[int, ...]]:
+        """Every parameter's Hugging Face name -> its shape, in the state dict's order, as the config implies
+        them (what `params` holds and what save_pretrained checks before writing)."""
         raise NotImplementedError
 
     def bert_view(self, arrays):
@@ -96,10 +121,12 @@ class Model:
 
     # ---------------------------------------------------------------- modes and gradients
     def train(self, mode: bool = True):
+        """Training mode (dropout on) with mode=True, eval mode with False; returns the model, as torch does."""
         self.training = mode
         return self
 
     def eval(self):
+        """Eval mode: dropout off (inference, evaluation). Same as train(False); returns the model."""
         return self.train(False)
 
     def set_recompute(self, on: bool = True):
@@ -126,6 +153,8 @@ class Model:
             getattr(self, name).sparse_last_layer = on
 
     def zero_grad(self):
+        """Set every gradient to 0. backward() ADDS into `grads` (+=), so call this before each step's backward
+        (or after the optimizer step); skipping it accumulates gradients over several backwards."""
         if self.grads.intact():
             self.grads.buffer.fill(0.0)
         else:
@@ -133,6 +162,7 @@ class Model:
                 g.fill(0.0)
 
     def num_parameters(self) -> int:
+        """The number of learned numbers (the tied MLM decoder counts once, as the word embeddings)."""
         return sum(p.size for p in self.params.values())
 
     def astype(self, dtype):

@@ -106,7 +106,7 @@ class BertEncoder:
         """Layer i's parameter names; ALBERT's layers all use layer 0's (so its gradient sums over the uses)."""
         return f"{self.prefix}encoder.layer.{0 if self.model.config.shared_layers else i}."
 
-    def forward(self, input_ids, token_type_ids=None, attention_mask=None, output_attentions=False,
+    def forward(self, input_ids, *, token_type_ids=None, attention_mask=None, output_attentions=False,
                 output_hidden_states=False, rows=None):
         """rows: None, or flat indices into B*T of the positions whose last hidden state is needed (see the top),
         or "cls" for each sequence's first position; with a pooler, the [CLS] rows are added. The output's `rows`
@@ -157,8 +157,11 @@ class BertEncoder:
             # recompute: remember the input and the dropout stream's state instead of the cache (see the top)
             start = ((x, type(rng.bit_generator), rng.bit_generator.state, additive_mask, training, layer_rows)
                      if recompute else None)
+            # x (B, T, H) or (R, H), probs (B, A, T, T). With recompute the layer's cache is dropped (its backward
+            # runs the layer again), so the layer skips what only a backward reads: in forward_only's evaluations
+            # and inference, and in a recomputing step's first pass.
             x, probs, c = encoder_layer_forward(x, params, self.layer_prefix(i), additive_mask, cfg, rng, training,
-                                                layer_rows)  # (B, T, H) or (R, H); probs (B, A, T, T)
+                                                layer_rows, for_backward=not recompute)
             c_layers.append(start if recompute else c)
             hidden_states.append(x)
             if output_attentions:
@@ -231,7 +234,10 @@ class BertEncoder:
 
 
 class BertModel(Model):
-    """The bare encoder: `.last_hidden_state` (B, T, H) and `.pooler_output` (B, H)."""
+    """The bare encoder: `.last_hidden_state` (B, T, H) and `.pooler_output` (B, H).
+
+    `BertModel(config, seed=0, dtype=np.float32, add_pooling_layer=True)` draws BERT's initial weights from `seed`;
+    `BertModel.from_pretrained(folder)` loads a checkpoint (a Hugging Face folder, a run, "minilm")."""
 
     def __init__(self, config, seed=0, dtype=np.float32, add_pooling_layer=True, init_weights=True):
         self.add_pooling_layer = add_pooling_layer
@@ -241,10 +247,22 @@ class BertModel(Model):
     def param_shapes(self):
         return bert_param_shapes(self.config, "", pooler=self.add_pooling_layer)
 
-    def forward(self, input_ids, token_type_ids=None, attention_mask=None, output_attentions=False,
+    def forward(self, input_ids, *, token_type_ids=None, attention_mask=None, output_attentions=False,
                 output_hidden_states=False):
-        return self.encoder.forward(input_ids, token_type_ids, attention_mask, output_attentions,
-                                    output_hidden_states)
+        """Run the encoder: `model(input_ids, attention_mask=mask)`.
+
+        input_ids (B, T) integer token ids (a 1-D (T,) is one sequence); every other input is keyword-only, since
+        transformers' positional order (input_ids, attention_mask, token_type_ids) differs from BERT's own:
+        token_type_ids (B, T) segment ids 0/1 (default all 0), attention_mask (B, T) 1 for tokens, 0 for padding
+        (default all 1). `model(**tokenizer.encode_batch(texts))` passes all three.
+
+        Returns a ModelOutput: `.last_hidden_state` (B, T, H), `.pooler_output` (B, H) (tanh(dense) of [CLS];
+        None without a pooler), `.attentions` (L arrays (B, A, T, T), with output_attentions=True: after attention
+        dropout in training mode, as transformers returns them), `.hidden_states` (L + 1 arrays (B, T, H): the
+        embeddings' output, then every layer's, with output_hidden_states=True). The activations are kept for
+        `backward()`; call `model.eval()` first for inference (dropout off)."""
+        return self.encoder.forward(input_ids, token_type_ids=token_type_ids, attention_mask=attention_mask,
+                                    output_attentions=output_attentions, output_hidden_states=output_hidden_states)
 
     __call__ = forward
 

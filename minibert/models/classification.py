@@ -31,6 +31,10 @@ PROBLEM_TYPES = ("single_label_classification", "regression", "multi_label_class
 
 
 class BertForSequenceClassification(ClassLabels, Model):
+    """BERT + a linear classifier on the pooled [CLS] vector: `.logits` (B, C), one score per class (transformers'
+    BertForSequenceClassification, same names). `BertForSequenceClassification.from_pretrained(folder,
+    num_labels=C)` puts a new classifier on a pre-trained body; `set_labels(names)` names the classes."""
+
     base_prefix = "bert."
     dropout_key = "classifier_dropout"  # the config.json key of the classifier's dropout (DistilBERT's differs)
 
@@ -59,6 +63,8 @@ class BertForSequenceClassification(ClassLabels, Model):
     # ---------------------------------------------------------------- problem type
     @property
     def problem_type(self) -> str | None:
+        """config.json's problem_type (single_label_classification, regression, multi_label_classification), or
+        None: then each forward infers it from num_labels and the labels' dtype, as transformers does."""
         return self.config.extra.get("problem_type")
 
     def _resolve_problem_type(self, labels: np.ndarray) -> str:
@@ -73,19 +79,34 @@ class BertForSequenceClassification(ClassLabels, Model):
         return "multi_label_classification"
 
     # ---------------------------------------------------------------- forward / backward
-    def forward(self, input_ids, token_type_ids=None, attention_mask=None, labels=None, output_attentions=False,
+    def forward(self, input_ids, *, token_type_ids=None, attention_mask=None, labels=None, output_attentions=False,
                 output_hidden_states=False):
+        """Class scores, and with labels the loss: `model(ids, attention_mask=mask, labels=y)`.
+
+        input_ids (B, T); the rest keyword-only (transformers' positional order differs): token_type_ids (B, T),
+        attention_mask (B, T) as BertModel.forward; labels: class indices (B,) integers (cross-entropy), or
+        floats: (B,) / (B, C) for regression (mean squared error, num_labels 1 or problem_type "regression"),
+        (B, C) 0/1 for multi-label (binary cross-entropy); strings are refused (map names with model.label2id).
+
+        Returns `.logits` (B, C) and `.loss` (with labels); `.attentions` / `.hidden_states` as BertModel's."""
         self._cache = None  # a forward that fails must not leave an older batch's caches for backward()
+        if labels is not None:
+            labels = np.asarray(labels)
+            if labels.dtype.kind not in "biuf":  # strings ("a", "b") or objects: never read as multi-label floats
+                raise TypeError(f"labels must be class indices (integers) for single-label classification, or "
+                                f"floats for multi-label classification and regression, got dtype {labels.dtype} "
+                                f"(map class names to indices first: model.label2id)")
         # The head reads [CLS] only: the last layer runs there only after its attention (models/bert.py)
         rows = "cls" if self.sparse_last_layer and not output_hidden_states else None
-        out = self.bert.forward(input_ids, token_type_ids, attention_mask, output_attentions, output_hidden_states,
+        out = self.bert.forward(input_ids, token_type_ids=token_type_ids, attention_mask=attention_mask,
+                                output_attentions=output_attentions, output_hidden_states=output_hidden_states,
                                 rows=rows)
         pooled, c_pool = self._pool_forward(out)  # (B, H)
         x, drop_mask = dropout_forward(pooled, self.classifier_dropout, self.rng, self.training)  # (B, H)
         logits, c_lin = linear_forward(x, self.params["classifier.weight"], self.params["classifier.bias"])  # (B, C)
         loss, c_loss = None, None
         if labels is not None:
-            loss, c_loss = self._loss_forward(logits, np.asarray(labels))
+            loss, c_loss = self._loss_forward(logits, labels)
         self._cache = (drop_mask, c_lin, c_loss, c_pool, logits.shape)
         return ModelOutput(loss=loss, logits=logits, attentions=out.attentions, hidden_states=out.hidden_states)
 

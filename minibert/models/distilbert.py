@@ -93,7 +93,9 @@ class RenamedArrays:
 
 def _check_config(config):
     if not isinstance(config, DistilBertConfig):
-        raise ValueError(f"config must be a minibert DistilBertConfig, got {type(config).__name__}")
+        from minibert.models.base import _config_kind, _conversion_hint
+        raise ValueError(f"config must be a minibert DistilBertConfig, got {_config_kind(config)}"
+                         f"{_conversion_hint(config, 'DistilBertConfig')}")
 
 
 class _DistilBertNames:
@@ -110,9 +112,11 @@ class _DistilBertNames:
         self._shapes = self.expected_shapes(config)
 
     def param_shapes(self):
+        """Every parameter's DistilBERT name -> shape, in transformers' state-dict order."""
         return self._shapes
 
     def bert_view(self, arrays):
+        """`params` or `grads` read by BERT's names (the shared layers' code): a renaming view, same arrays."""
         return RenamedArrays(arrays, self.bert_names)
 
     @classmethod
@@ -133,6 +137,19 @@ class DistilBertModel(_DistilBertNames, BertModel):
         self._make_names(config)
         super().__init__(config, seed=seed, dtype=dtype, add_pooling_layer=False, init_weights=init_weights)
 
+    def forward(self, input_ids, *, token_type_ids=None, attention_mask=None, output_attentions=False,
+                output_hidden_states=False):
+        """Run the encoder: `model(input_ids, attention_mask=mask)`.
+
+        input_ids (B, T); attention_mask (B, T) 1 for tokens, 0 for padding, keyword-only (as every input after
+        input_ids); token_type_ids are accepted and ignored (DistilBERT has no token types), so a tokenizer's
+        whole batch passes as `model(**batch)`. Returns `.last_hidden_state` (B, T, H), `.pooler_output` None,
+        `.attentions` / `.hidden_states` as BertModel.forward."""
+        return super().forward(input_ids, token_type_ids=token_type_ids, attention_mask=attention_mask,
+                               output_attentions=output_attentions, output_hidden_states=output_hidden_states)
+
+    __call__ = forward
+
 
 class DistilBertForMaskedLM(_DistilBertNames, BertForMaskedLM):
     """DistilBERT with its MLM head (vocab_transform, vocab_layer_norm, vocab_projector tied to the word
@@ -149,3 +166,17 @@ class DistilBertForMaskedLM(_DistilBertNames, BertForMaskedLM):
         self._make_names(config)
         super().__init__(config, seed=seed, dtype=dtype, init_weights=init_weights)
         self.distilbert = self.bert  # Hugging Face's attribute name; .bert is what the shared code uses
+
+    def forward(self, input_ids, *, token_type_ids=None, attention_mask=None, labels=None, output_attentions=False,
+                output_hidden_states=False):
+        """Masked-LM logits, and with labels the loss: `model(ids, attention_mask=mask, labels=labels)`.
+
+        As BertForMaskedLM.forward (token_type_ids accepted and ignored: DistilBERT has none). Without labels
+        `.logits` (B, T, V); WITH labels (-100 where not masked) `.logits` is (M, V), one row per labelled position
+        only (transformers gives (B, T, V)), `.masked_positions` (M,) their flat indices into B*T; forward without
+        labels for (B, T, V)."""
+        return super().forward(input_ids, token_type_ids=token_type_ids, attention_mask=attention_mask,
+                               labels=labels, output_attentions=output_attentions,
+                               output_hidden_states=output_hidden_states)
+
+    __call__ = forward

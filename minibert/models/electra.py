@@ -86,7 +86,7 @@ class ElectraForPreTraining(_ElectraConfigFields, Model):
     def param_shapes(self):
         return discriminator_shapes(self.config)
 
-    def forward(self, input_ids, token_type_ids=None, attention_mask=None, labels=None, output_attentions=False,
+    def forward(self, input_ids, *, token_type_ids=None, attention_mask=None, labels=None, output_attentions=False,
                 output_hidden_states=False):
         self._cache = None
         input_ids, token_type_ids, attention_mask = check_inputs(self.config, input_ids, token_type_ids,
@@ -96,8 +96,8 @@ class ElectraForPreTraining(_ElectraConfigFields, Model):
             if not np.isin(labels, (0, 1)).all():
                 raise ValueError(f"ElectraForPreTraining labels must be 0 (original) / 1 (replaced) with the shape "
                                  f"of input_ids {input_ids.shape}, got shape {np.shape(labels)}")
-        out = self.electra.forward(input_ids, token_type_ids, attention_mask, output_attentions,
-                                   output_hidden_states)
+        out = self.electra.forward(input_ids, token_type_ids=token_type_ids, attention_mask=attention_mask,
+                                   output_attentions=output_attentions, output_hidden_states=output_hidden_states)
         logits, c_head = rtd_head_forward(out.last_hidden_state, self.params, self.config)  # (B, T)
         loss = c_bce = None
         if labels is not None:

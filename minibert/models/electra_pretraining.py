@@ -83,7 +83,7 @@ def replace_masked(input_ids, labels, sampled):
 
 
 class ElectraPretrainer(Model):
-    """The generator and the discriminator trained together. forward(input_ids, token_type_ids, attention_mask,
+    """The generator and the discriminator trained together. forward(input_ids, *, token_type_ids, attention_mask,
     labels) takes a masked batch as BertForPreTraining does (labels: the original token at masked positions,
     -100 elsewhere) and returns `.loss`, `.mlm_loss` (generator), `.rtd_loss`, `.prediction_logits` and
     `.masked_positions` (generator, sparse), `.rtd_logits` (B, T), `.rtd_labels` (B, T), `.corrupted_ids`."""
@@ -161,7 +161,7 @@ class ElectraPretrainer(Model):
         self.attach_sub_models()
         return self
 
-    def forward(self, input_ids, token_type_ids=None, attention_mask=None, labels=None, next_sentence_label=None,
+    def forward(self, input_ids, *, token_type_ids=None, attention_mask=None, labels=None, next_sentence_label=None,
                 sample_rng=None):
         """`sample_rng` draws the generator's samples (the training loop passes a step's `batch_draws`). Default: in
         training the model's own generator (self.rng, saved in checkpoints); in eval mode a fixed one, so that
@@ -171,13 +171,15 @@ class ElectraPretrainer(Model):
             raise ValueError("ElectraPretrainer.forward needs labels (the masked positions' original tokens)")
         if next_sentence_label is not None:
             raise ValueError("ELECTRA has no next-sentence prediction; use --objective electra without NSP data")
-        gen = self.generator.forward(input_ids, token_type_ids, attention_mask, labels=labels)
+        gen = self.generator.forward(input_ids, token_type_ids=token_type_ids, attention_mask=attention_mask,
+                                     labels=labels)
         if sample_rng is None:
             sample_rng = self.rng if self.training else np.random.default_rng(EVAL_SAMPLE_SEED)
         sampled = sample_tokens(gen.prediction_logits, sample_rng)  # (M,)
         labels = np.asarray(labels).reshape(np.shape(input_ids))
         corrupted, replaced = replace_masked(np.asarray(input_ids), labels, sampled)
-        disc = self.discriminator.forward(corrupted, token_type_ids, attention_mask, labels=replaced)
+        disc = self.discriminator.forward(corrupted, token_type_ids=token_type_ids, attention_mask=attention_mask,
+                                          labels=replaced)
         self._cache = True
         return ModelOutput(loss=gen.loss + self.rtd_weight * disc.loss, mlm_loss=gen.loss, rtd_loss=disc.loss,
                            prediction_logits=gen.prediction_logits, masked_positions=gen.masked_positions,

@@ -65,10 +65,12 @@ class ClassLabels:
 
     @property
     def id2label(self) -> dict[int, str]:
+        """Class index -> class name (config.json's id2label; LABEL_0, ... until set_labels names them)."""
         return labels_from_config(self.config)
 
     @property
     def label2id(self) -> dict[str, int]:
+        """Class name -> class index: `[model.label2id[name] for name in names]` makes labels for forward."""
         return {name: i for i, name in self.id2label.items()}
 
     def set_labels(self, names):

@@ -114,11 +114,24 @@ class BertForPreTraining(_MaskedLMBase):
         shapes["cls.seq_relationship.bias"] = (2,)
         return shapes
 
-    def forward(self, input_ids, token_type_ids=None, attention_mask=None, labels=None, next_sentence_label=None,
+    def forward(self, input_ids, *, token_type_ids=None, attention_mask=None, labels=None, next_sentence_label=None,
                 output_attentions=False, output_hidden_states=False):
+        """Masked-LM and next-sentence logits, and with targets their losses: `model(ids, attention_mask=mask,
+        labels=labels, next_sentence_label=nsl)`; then `model.backward()`.
+
+        input_ids (B, T); the rest keyword-only (transformers' positional order differs): token_type_ids (B, T),
+        attention_mask (B, T) as BertModel.forward; labels (B, T) the original token at each masked position,
+        -100 elsewhere; next_sentence_label (B,) 0 = B follows A, 1 = B is random.
+
+        Returns `.loss` (mlm_loss + nsp_loss, of the targets given), `.mlm_loss`, `.nsp_loss`,
+        `.seq_relationship_logits` (B, 2), `.prediction_logits`: without labels (B, T, V) at every position;
+        WITH labels (M, V), one row per labelled position only (the decoder runs there alone, see the module's
+        top; transformers gives (B, T, V)), `.masked_positions` (M,) saying which (flat indices into B*T).
+        For (B, T, V) with labels, run once without labels (e.g. under `forward_only(model)`)."""
         self._cache = None  # a forward that fails must not leave an older batch's caches for backward()
         labels, next_sentence_label = check_targets(input_ids, labels, next_sentence_label, self.config)
-        out = self.bert.forward(input_ids, token_type_ids, attention_mask, output_attentions, output_hidden_states,
+        out = self.bert.forward(input_ids, token_type_ids=token_type_ids, attention_mask=attention_mask,
+                                output_attentions=output_attentions, output_hidden_states=output_hidden_states,
                                 rows=self._last_layer_rows(labels, output_hidden_states))
         logits, mlm_loss, positions, c_mlm = self._mlm_forward(out.last_hidden_state, labels, out.rows)
         nsp_logits, c_nsp = nsp_head_forward(out.pooler_output, self.params)  # (B, 2)
@@ -161,11 +174,26 @@ class BertForMaskedLM(_MaskedLMBase):
         shapes.update(mlm_head_shapes(self.config))
         return shapes
 
-    def forward(self, input_ids, token_type_ids=None, attention_mask=None, labels=None, output_attentions=False,
+    def forward(self, input_ids, *, token_type_ids=None, attention_mask=None, labels=None, output_attentions=False,
                 output_hidden_states=False):
+        """Masked-LM logits, and with labels the loss: `model(ids, attention_mask=mask, labels=labels)`.
+
+        input_ids (B, T); the rest keyword-only (transformers' positional order differs): token_type_ids (B, T),
+        attention_mask (B, T) as BertModel.forward; labels (B, T) the original token at each masked position,
+        -100 elsewhere.
+
+        Without labels, `.logits` (B, T, V) at every position, as transformers. WITH labels, unlike transformers'
+        (B, T, V), `.logits` (= `.prediction_logits`) is (M, V): one row per labelled position only, the decoder
+        (and the last layer after its attention) run there alone (the module's top); `.masked_positions` (M,)
+        holds their flat indices into B*T (`np.unravel_index(out.masked_positions, (B, T))` gives row and
+        column). The loss is that of the full logits. For (B, T, V) at every position, call forward without
+        labels: in eval mode, `full.reshape(B * T, V)[out.masked_positions]` are the (M, V) rows, up to rounding.
+        `.loss` is the mean cross-entropy over the labelled positions (0 when there are none; transformers
+        gives NaN)."""
         self._cache = None
         labels, _ = check_targets(input_ids, labels, None, self.config)
-        out = self.bert.forward(input_ids, token_type_ids, attention_mask, output_attentions, output_hidden_states,
+        out = self.bert.forward(input_ids, token_type_ids=token_type_ids, attention_mask=attention_mask,
+                                output_attentions=output_attentions, output_hidden_states=output_hidden_states,
                                 rows=self._last_layer_rows(labels, output_hidden_states))
         logits, loss, positions, c_mlm = self._mlm_forward(out.last_hidden_state, labels, out.rows)
         self._cache = c_mlm

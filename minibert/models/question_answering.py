@@ -32,6 +32,9 @@ def clipped_positions(positions, B, T, name):
 
 
 class BertForQuestionAnswering(Model):
+    """Extractive QA: BERT + a linear layer giving each token a start and an end score, `.start_logits` and
+    `.end_logits` (B, T), over a question + context pair (transformers' BertForQuestionAnswering, same names)."""
+
     base_prefix = "bert."
     num_outputs = 2  # start and end (Hugging Face's config.num_labels, which is 2 for QA)
     head_names = ("qa_outputs.weight", "qa_outputs.bias")  # the task head: new when fine-tuning a body
@@ -51,13 +54,18 @@ class BertForQuestionAnswering(Model):
         shapes["qa_outputs.bias"] = (self.num_outputs,)
         return shapes
 
-    def forward(self, input_ids, token_type_ids=None, attention_mask=None, start_positions=None,
+    def forward(self, input_ids, *, token_type_ids=None, attention_mask=None, start_positions=None,
                 end_positions=None, output_attentions=False, output_hidden_states=False):
-        """`.start_logits`, `.end_logits` (B, T); with both positions (B,), `.loss`."""
+        """`.start_logits`, `.end_logits` (B, T); with both positions (B,), `.loss`.
+
+        input_ids (B, T); the rest keyword-only (transformers' positional order differs): token_type_ids (0 for
+        the question, 1 for the context), attention_mask (B, T) as BertModel.forward; start_positions,
+        end_positions (B,) token indices of the answer span (clipped to [0, T]; T = none in this window)."""
         self._cache = None
         if (start_positions is None) != (end_positions is None):
             raise ValueError("give both start_positions and end_positions, or neither")
-        out = self.bert.forward(input_ids, token_type_ids, attention_mask, output_attentions, output_hidden_states)
+        out = self.bert.forward(input_ids, token_type_ids=token_type_ids, attention_mask=attention_mask,
+                                output_attentions=output_attentions, output_hidden_states=output_hidden_states)
         h = out.last_hidden_state  # (B, T, H)
         B, T, _ = h.shape
         if start_positions is not None:

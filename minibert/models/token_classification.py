@@ -22,6 +22,9 @@ from minibert.models.outputs import ModelOutput
 
 
 class BertForTokenClassification(ClassLabels, Model):
+    """BERT + a linear layer on every token's final vector (NER, POS tagging): `.logits` (B, T, C), one score per
+    tag per token (transformers' BertForTokenClassification, same names); labels (B, T), -100 where ignored."""
+
     base_prefix = "bert."
 
     def __init__(self, config, num_labels=None, seed=0, dtype=np.float32, init_weights=True):
@@ -38,11 +41,15 @@ class BertForTokenClassification(ClassLabels, Model):
         shapes["classifier.bias"] = (self.num_labels,)
         return shapes
 
-    def forward(self, input_ids, token_type_ids=None, attention_mask=None, labels=None, output_attentions=False,
+    def forward(self, input_ids, *, token_type_ids=None, attention_mask=None, labels=None, output_attentions=False,
                 output_hidden_states=False):
-        """`.logits` (B, T, C); with labels (B, T) (-100 = ignored), `.loss`, the mean over labelled tokens."""
+        """`.logits` (B, T, C); with labels (B, T) (-100 = ignored), `.loss`, the mean over labelled tokens.
+
+        input_ids (B, T); the rest keyword-only (transformers' positional order differs): token_type_ids,
+        attention_mask (B, T) as BertModel.forward."""
         self._cache = None  # a forward that fails must not leave an older batch's caches for backward()
-        out = self.bert.forward(input_ids, token_type_ids, attention_mask, output_attentions, output_hidden_states)
+        out = self.bert.forward(input_ids, token_type_ids=token_type_ids, attention_mask=attention_mask,
+                                output_attentions=output_attentions, output_hidden_states=output_hidden_states)
         h = out.last_hidden_state  # (B, T, H)
         B, T, _ = h.shape
         if labels is not None:  # checked before the head runs: a bad shape is one clear line

@@ -18,18 +18,17 @@ comes almost entirely from the whole-text regular expressions of step 2.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import warnings
 from collections.abc import Iterable, Iterator, Mapping, Sequence, Sized
-from pathlib import Path
 
 import numpy as np
 
-from minibert.io.atomic import atomic_write_text
+from minibert.io.model_folder import resolve_tokenizer_folder
 from minibert.tokenizer.basic import BasicTokenizer
-from minibert.tokenizer.vocab_io import decode_utf8, read_vocab, write_vocab
+from minibert.tokenizer.hf_files import (check_added_tokens, length_setting, read_tokenizer_folder, tokenizer_json,
+                                         write_tokenizer_folder)
 
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 CACHE_LIMIT = 500_000  # entries kept in the text -> ids cache before it is emptied
@@ -96,8 +95,8 @@ class WordPieceTokenizer:
         if unk_token not in self.vocab:
             raise ValueError(f"vocabulary has no unknown token {unk_token!r}")
         self.basic = BasicTokenizer(do_lower_case, strip_accents, tokenize_chinese_chars)
-        self.model_max_length = model_max_length
-        self.max_input_chars_per_word = max_input_chars_per_word
+        self.model_max_length = length_setting(model_max_length, "model_max_length")
+        self.max_input_chars_per_word = length_setting(max_input_chars_per_word, "max_input_chars_per_word")
         self.unk_token, self.pad_token, self.cls_token = unk_token, pad_token, cls_token
         self.sep_token, self.mask_token = sep_token, mask_token
         self.unk_token_id: int = self.vocab[unk_token]
@@ -381,67 +380,31 @@ class WordPieceTokenizer:
 
     # ---- files ------------------------------------------------------------------------------------------
     def save_pretrained(self, directory: str | os.PathLike) -> None:
-        """Write vocab.txt and tokenizer_config.json, readable by Hugging Face's `from_pretrained`."""
-        directory = Path(directory)
-        directory.mkdir(parents=True, exist_ok=True)
-        write_vocab(directory / "vocab.txt", self.ids_to_tokens)
-        config = {
-            "tokenizer_class": "BertTokenizer",
-            "do_lower_case": self.do_lower_case,
-            "strip_accents": self.strip_accents,
-            "tokenize_chinese_chars": self.tokenize_chinese_chars,
-            "model_max_length": self.model_max_length,
-            "max_input_chars_per_word": self.max_input_chars_per_word,
-            "unk_token": self.unk_token, "pad_token": self.pad_token, "cls_token": self.cls_token,
-            "sep_token": self.sep_token, "mask_token": self.mask_token,
-        }
-        atomic_write_text(directory / "tokenizer_config.json", json.dumps(config, indent=2) + "\n")
+        """Write vocab.txt, tokenizer.json and tokenizer_config.json: the folder loads here, in transformers'
+        `BertTokenizerFast.from_pretrained` and in `tokenizers.Tokenizer.from_file(".../tokenizer.json")`, with the
+        same ids (hf_files.py). A tokenizer already in the folder is replaced whole."""
+        write_tokenizer_folder(self, directory)
+
+    def tokenizer_json(self) -> dict:
+        """This tokenizer in the `tokenizers` library's format: the JSON transformers' BertTokenizerFast saves."""
+        return tokenizer_json(self)
 
     @classmethod
     def from_pretrained(cls, path: str | os.PathLike, **overrides) -> WordPieceTokenizer:
-        """Load from a folder with vocab.txt (+ tokenizer_config.json), as Hugging Face BERT checkpoints
-        and `save_pretrained` write it; a folder with only tokenizer.json works too. Keyword arguments
-        override the saved settings: `from_pretrained(dir, do_lower_case=False)`."""
-        path = Path(path)
-        if path.is_file():  # a vocab.txt given directly
-            vocab, config = read_vocab(path), {}
-        elif not path.is_dir():
-            raise FileNotFoundError(f"tokenizer folder not found: {path}")
-        else:
-            config_file, fast_file, vocab_file = (path / name for name in
-                                                   ("tokenizer_config.json", "tokenizer.json", "vocab.txt"))
-            config = _read_json(config_file) if config_file.exists() else {}
-            fast_vocab = None
-            if fast_file.exists():  # its normaliser settings count, unless tokenizer_config.json says otherwise
-                try:
-                    fast_vocab, fast_config = _read_tokenizer_json(fast_file)
-                except ValueError:
-                    if not vocab_file.exists():
-                        raise
-                else:
-                    config = {**{k: v for k, v in fast_config.items() if v is not None}, **config}
-            if vocab_file.exists():
-                vocab = read_vocab(vocab_file)
-            elif fast_vocab is not None:
-                vocab = fast_vocab
-            else:
-                raise FileNotFoundError(f"{path} has neither vocab.txt nor tokenizer.json")
-        kwargs = {}
-        for key in ("do_lower_case", "strip_accents", "tokenize_chinese_chars", "model_max_length",
-                    "max_input_chars_per_word"):
-            if config.get(key) is not None:
-                kwargs[key] = config[key]
-        for key in ("unk_token", "pad_token", "cls_token", "sep_token", "mask_token"):
-            value = config.get(key)
-            if isinstance(value, dict):  # newer configs store {"content": "[UNK]", ...}
-                value = value.get("content")
-            if isinstance(value, str):
-                kwargs[key] = value
+        """Load a folder with vocab.txt (+ tokenizer_config.json) or tokenizer.json, as Hugging Face BERT checkpoints
+        and `save_pretrained` write it; also a vocab.txt file, a run folder (its latest checkpoint's tokenizer) or
+        "minilm" (minibert.io.model_folder.resolve_tokenizer_folder). Keyword arguments override the saved settings:
+        `from_pretrained(dir, do_lower_case=False)`. A folder with added tokens beyond the special tokens, which
+        Hugging Face would split off the text whole, is refused (hf_files.check_added_tokens)."""
+        path = resolve_tokenizer_folder(path, option=None)
+        vocab, kwargs, added = read_tokenizer_folder(path)
         kwargs.update(overrides)
         try:
-            return cls(vocab, **kwargs)
+            tokenizer = cls(vocab, **kwargs)
         except ValueError as e:  # e.g. a text file given as the vocabulary: say which file
             raise ValueError(f"{path}: not a usable WordPiece tokenizer: {e}") from None
+        check_added_tokens(tokenizer, added)
+        return tokenizer
 
 
 def _batch_of_texts(texts, name: str, none_allowed: bool = False) -> list:
@@ -483,31 +446,3 @@ def longest_first(n_a: int, n_b: int, budget: int) -> tuple[int, int]:
     else:
         short, long_ = budget // 2, budget - budget // 2
     return (short, long_) if n_a <= n_b else (long_, short)
-
-
-def _read_json(path: Path) -> dict:
-    try:
-        data = json.loads(decode_utf8(path.read_bytes(), path))
-    except json.JSONDecodeError as e:
-        raise ValueError(f"{path}: not valid JSON ({e})") from None
-    if not isinstance(data, dict):
-        raise ValueError(f"{path}: expected a JSON object")
-    return data
-
-
-def _read_tokenizer_json(path: Path) -> tuple[list[str], dict]:
-    """Vocabulary and normaliser settings from a Hugging Face `tokenizer.json` with a WordPiece model."""
-    data = _read_json(path)
-    model = data.get("model") or {}
-    if model.get("type") != "WordPiece" or not isinstance(model.get("vocab"), dict):
-        raise ValueError(f"{path}: expected a WordPiece model with a vocab")
-    by_id = sorted(model["vocab"].items(), key=lambda kv: kv[1])
-    if [i for _, i in by_id] != list(range(len(by_id))):
-        raise ValueError(f"{path}: vocabulary ids are not 0..{len(by_id) - 1}")
-    config = {"unk_token": model.get("unk_token"),
-              "max_input_chars_per_word": model.get("max_input_chars_per_word")}
-    norm = data.get("normalizer") or {}
-    if norm.get("type") == "BertNormalizer":
-        config.update(do_lower_case=norm.get("lowercase"), strip_accents=norm.get("strip_accents"),
-                      tokenize_chinese_chars=norm.get("handle_chinese_chars"))
-    return [token for token, _ in by_id], config

@@ -99,8 +99,8 @@ def measure_step_seconds(model, batch: dict, use_nsp: bool, repeats: int = 3, ra
     for _ in range(repeats + 1):  # the first pass pays for first-time allocations: not counted
         t = time.perf_counter()
         model.zero_grad()
-        model.forward(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"], labels=batch["labels"],
-                      next_sentence_label=nsl)
+        model.forward(batch["input_ids"], token_type_ids=batch["token_type_ids"],
+                      attention_mask=batch["attention_mask"], labels=batch["labels"], next_sentence_label=nsl)
         model.backward()
         clip_grad_norm(model.grads, 1.0)
         probe_optimizer.step()

@@ -65,8 +65,8 @@ def _evaluation_sums(model, batches, use_nsp: bool) -> tuple[dict, dict]:
     parts_sum = {}  # a distillation's losses (out.parts), summed over sequences
     with forward_only(model):
         for batch in batches:
-            out = model.forward(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"],
-                                labels=batch["labels"],
+            out = model.forward(batch["input_ids"], token_type_ids=batch["token_type_ids"],
+                                attention_mask=batch["attention_mask"], labels=batch["labels"],
                                 next_sentence_label=batch["next_sentence_label"] if use_nsp else None)
             if out.get("parts") is not None:
                 n = len(batch["input_ids"])

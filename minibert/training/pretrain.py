@@ -25,6 +25,8 @@ pairs). Rank 0 alone evaluates, writes and prints.
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import json
 import math
 import time
@@ -33,6 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
+from minibert._plural import counted
 from minibert._progress import tqdm
 from minibert.config import BertConfig
 from minibert.data.examples import PAIR_OBJECTIVES, ExampleStream, collate
@@ -51,9 +54,10 @@ from minibert.training.evaluate import build_eval_batches, evaluate, most_freque
 from minibert.training.memory import ProportionalPeak, peak_rss_mb
 from minibert.training.metrics import MetricsLog, Window
 from minibert.training.objectives import brings_own_model, build_model, output_bias_name, rtd_counts
-from minibert.training.run_dir import (check_new_run_dir, create_run_dir, default_run_name, finished_run,
-                                       hold_run_dir, latest_checkpoint, nothing_to_resume, release_run_dirs)
-from minibert.training.settings import PretrainSettings
+from minibert.training.run_dir import (check_new_run_dir, create_run_dir, finished_run, free_run_name, hold_run_dir,
+                                       latest_checkpoint, nothing_to_resume, release_run_dirs, remove_unstarted_run,
+                                       resume_advice, resume_settings)
+from minibert.training.settings import PretrainSettings, option
 from minibert.training.sharded import ShardedAdamW
 
 EVAL_MASK_PROB = 0.15  # held-out masks: BERT's rate, whatever --mask-prob trains with
@@ -71,8 +75,14 @@ class TrainingStopped(Exception):
 
 
 def model_config(settings: PretrainSettings, vocab_size: int | None) -> BertConfig:
-    """The --config model for a tokenizer of `vocab_size` tokens (None: not known yet, not checked)."""
-    if settings.config.endswith(".json"):
+    """The config (--config) model for a tokenizer of `vocab_size` tokens (None: not known yet, not checked). A
+    BertConfig given in Python is copied (the caller's is left alone) and, like a preset, takes the tokenizer's
+    vocabulary size."""
+    if isinstance(settings.config, BertConfig):
+        config = copy.deepcopy(settings.config)
+        if vocab_size is not None and config.vocab_size != vocab_size:
+            config = dataclasses.replace(config, vocab_size=vocab_size)  # (checked again: pad_token_id < vocab)
+    elif settings.config.endswith(".json"):
         config = BertConfig.from_json_file(settings.config)
         if vocab_size is not None and config.vocab_size != vocab_size:
             raise ValueError(f"{settings.config}: vocab_size is {config.vocab_size} but the tokenizer has "
@@ -87,11 +97,12 @@ def model_config(settings: PretrainSettings, vocab_size: int | None) -> BertConf
 def sequence_length(settings: PretrainSettings, config: BertConfig, whose: str = "the model's") -> int:
     seq_len = settings.seq_len or min(128, config.max_tokens)
     if seq_len > config.max_tokens:
-        raise ValueError(f"--seq-len {seq_len} is longer than the {config.max_tokens} tokens {whose} "
+        raise ValueError(f"{option('seq_len')} {seq_len} is longer than the {config.max_tokens} tokens {whose} "
                          f"max_position_embeddings ({config.max_position_embeddings}) allows")
     minimum = 5 if settings.objective in PAIR_OBJECTIVES else 3
     if seq_len < minimum:
-        raise ValueError(f"--seq-len {seq_len} is too short for objective {settings.objective} (minimum {minimum})")
+        raise ValueError(f"{option('seq_len')} {seq_len} is too short for objective {settings.objective} (minimum "
+                         f"{minimum})")
     return seq_len
 
 
@@ -111,7 +122,7 @@ def check_before_data(settings: PretrainSettings, resume_checkpoint: Path | None
         try:
             tokenizer = WordPieceTokenizer.from_pretrained(settings.tokenizer)
         except (FileNotFoundError, ValueError) as e:
-            raise type(e)(f"--tokenizer {settings.tokenizer}: {e}") from None
+            raise type(e)(f"{option('tokenizer')} {settings.tokenizer}: {e}") from None
     if not brings_own_model(settings):
         vocab_size = len(tokenizer.vocab) if tokenizer is not None else None
         config = model_config(settings, vocab_size)
@@ -180,25 +191,52 @@ def masked_batch(examples: list, masker: Masker, pad_id: int, rng) -> dict:
 
 def pretrain(settings: PretrainSettings, resume_checkpoint: Path | None = None, run_dir: Path | None = None,
              log=print, comm=None) -> dict:
-    """Run (or resume) pre-training; returns the summary also saved as RUN_DIR/summary.json.
+    """Run (or resume) pre-training; returns the summary also saved as RUN_DIR/summary.json (its "run": the run
+    folder; RUN_DIR/settings.json: every setting as it ran, defaults resolved).
 
-    comm: a communicator from training/distributed.py (default: one process). With several ranks, every rank
-    calls this; rank 0 returns the summary, the others None.
+    `settings` is not changed: the run works on a copy, so the same object can be passed again (another run,
+    in its own folder when `name` is not set). With `settings.resume` a run folder, the run it holds is
+    continued with its saved settings (a setting given another value than its default must match the saved
+    one), as `--resume` does; `resume_checkpoint` and `run_dir` are the command line's way to say the same.
+
+    comm: a communicator from training/distributed.py (default: one process, this one). With several ranks, every
+    rank calls this; rank 0 returns the summary, the others None.
 
     Pre-training keeps NumPy's GELU unless MINIBERT_NUMBA=1 asks for numba's: for the mini model numba buys ~3%
     more steps for ~150 MB more memory (docs/performance.md). Distillation (whose teacher is often large) and
     everything else use numba's when it is installed."""
+    settings = copy.deepcopy(settings)  # the caller's object stays as it was (name, a distillation's defaults...)
+    if resume_checkpoint is None and settings.resume is not None:
+        settings, resume_checkpoint, run_dir = _resume_from_settings(settings)
     gelu = numpy_gelu_unless_asked() if getattr(settings, "COMMAND", "pretrain") == "pretrain" else nullcontext()
+    made = []  # folders made for a new run, until its training starts: removed if it fails before that
     try:
         with gelu:
-            return _train(settings, resume_checkpoint, run_dir, log, comm)
+            return _train(settings, resume_checkpoint, run_dir, log, comm, made)
+    except BaseException:
+        if made:
+            remove_unstarted_run(made[0], made)
+        raise
     finally:
         release_run_dirs()  # the run folder's lock ends with the run, not only with the process
 
 
-def _train(settings: PretrainSettings, resume_checkpoint: Path | None, run_dir: Path | None, log, comm) -> dict:
+def _resume_from_settings(settings: PretrainSettings):
+    """(the run's saved settings, its latest checkpoint, its folder) for `settings.resume`: what `--resume` does,
+    the settings given other values than their defaults being the options given."""
+    settings.validate()
+    defaults = type(settings)()
+    given = {f.name: getattr(settings, f.name) for f in dataclasses.fields(settings)
+             if f.name != "resume" and getattr(settings, f.name) != getattr(defaults, f.name)}
+    return resume_settings(Path(settings.resume), given, type(settings))
+
+
+def _train(settings: PretrainSettings, resume_checkpoint: Path | None, run_dir: Path | None, log, comm,
+           made: list) -> dict:
     check_before_data(settings, resume_checkpoint)
     comm = comm or LocalCommunicator()
+    if not comm.is_root:
+        log = _silent
     if resume_checkpoint:  # a run that already did all its steps: nothing to do, and its files stay as they are
         folder = run_dir or Path(resume_checkpoint).parent.parent
         finished = finished_run(folder, resume_checkpoint)
@@ -208,8 +246,6 @@ def _train(settings: PretrainSettings, resume_checkpoint: Path | None, run_dir: 
     check_divisible(settings.batch_size, comm.size)
     t_start = time.perf_counter()
     progress = not settings.quiet and comm.is_root
-    if not comm.is_root:
-        log = _silent
     use_nsp = settings.objective in PAIR_OBJECTIVES  # the pooled [CLS] head: NSP, or ALBERT's SOP
 
     # ---- data: corpus -> tokenizer -> token ids (all cached; rank 0 first, the other ranks then read its cache)
@@ -252,7 +288,8 @@ def _train(settings: PretrainSettings, resume_checkpoint: Path | None, run_dir: 
     seq_len = sequence_length(settings, config)
     if use_nsp and config.type_vocab_size < 2:
         raise ValueError(f"objective {settings.objective} puts sentence pairs in two segments, but the model has "
-                         f"type_vocab_size {config.type_vocab_size} (RoBERTa's one token type); use --objective mlm")
+                         f"type_vocab_size {config.type_vocab_size} (RoBERTa's one token type); use objective "
+                         f"(--objective) mlm")
     model.train()
     model.set_recompute(settings.recompute)
     masker, eval_batches, top_token, baseline_acc = recipe_parts(settings, model, data, seq_len,
@@ -292,10 +329,9 @@ def _train(settings: PretrainSettings, resume_checkpoint: Path | None, run_dir: 
     else:
         start_step, train_seconds, tokens_seen, plan, how_long = 0, 0.0, 0, None, ""
         if comm.is_root:  # rank 0 makes the run folder and the plan (from its timings); the others get both
-            run_dir = create_run_dir(settings.runs_dir, settings.name or default_run_name(settings.config,
-                                                                                         data.corpus.name),
-                                     log=log)
-            settings.name = run_dir.name
+            name = settings.name or free_run_name(settings.runs_dir, settings.default_name(data.corpus.name))
+            run_dir = create_run_dir(settings.runs_dir, name, log=log, made=made)
+            settings.name = run_dir.name  # (this call's copy: settings.json records the name)
             _write_json(run_dir / "settings.json", settings.to_dict())
             metrics = MetricsLog(run_dir / "metrics.jsonl")
         t_eval = time.perf_counter()
@@ -322,15 +358,17 @@ def _train(settings: PretrainSettings, resume_checkpoint: Path | None, run_dir: 
                  if comm.size > 1 else "")
         log(f"run folder: {run_dir}")
         objective = getattr(model, "objective_description", None) or f"objective {settings.objective}"
-        log(f"model: {getattr(model, 'description', settings.config)}, {model.num_parameters():,} parameters; "
+        log(f"model: {getattr(model, 'description', settings.describe_config())}, {model.num_parameters():,} "
+            f"parameters; "
             f"{objective}; "
-            f"{plan.total_steps:,} steps{how_long} of {settings.batch_size * settings.grad_accum} x {seq_len} "
-            f"tokens{ranks}, peak lr {settings.lr:g}, warmup {plan.warmup_steps:,} steps")
+            f"{counted(plan.total_steps, 'step')}{how_long} of {settings.batch_size * settings.grad_accum} x "
+            f"{seq_len} tokens{ranks}, peak lr {settings.lr:g}, warmup {counted(plan.warmup_steps, 'step')}")
         if numba_gelu:  # worth knowing: faster steps, more memory (docs/performance.md)
             log("exact GELU compiled by numba (a few % faster steps, ~130 MB more per process; "
                 "MINIBERT_NUMBA=0: NumPy's)")
 
     # ---- the loop
+    made.clear()  # training starts: from here on a failure leaves the run folder (and says what it holds)
     desc = {"distill": "distilling"}.get(getattr(settings, "COMMAND", "pretrain"), "pre-training")
     bar = tqdm(total=plan.total_steps, initial=start_step, desc=desc, unit="step", disable=not progress,
                dynamic_ncols=True)
@@ -373,14 +411,16 @@ def _train(settings: PretrainSettings, resume_checkpoint: Path | None, run_dir: 
                     if electra:
                         sampling["sample_rng"] = batch_draws([settings.seed, SAMPLE_STREAM, step, micro],
                                                              batch["labels"], comm.rank, comm.size)
-                    out = model.forward(part["input_ids"], part["token_type_ids"], part["attention_mask"],
-                                        labels=part["labels"],
+                    out = model.forward(part["input_ids"], token_type_ids=part["token_type_ids"],
+                                        attention_mask=part["attention_mask"], labels=part["labels"],
                                         next_sentence_label=part["next_sentence_label"] if use_nsp else None,
                                         **sampling)
+                    # a distillation: (its loss, its separate losses), each weighted as its gradient
+                    weighted = model.weighted_losses(out, shares) if distilling else None
                     sums += _step_sums(out, part, use_nsp, shares, settings.grad_accum,
-                                       model if comm.size > 1 else None)
-                    if distilling:  # its separate losses, weighted as its gradient (summed over the ranks below)
-                        for name, value in model.weighted_losses(out, shares)[1].items():
+                                       model if comm.size > 1 else None, weighted)
+                    if distilling:  # its separate losses (summed over the ranks below)
+                        for name, value in weighted[1].items():
                             step_parts[name] = step_parts.get(name, 0.0) + value / settings.grad_accum
                     out = None  # (counted above) the (M, V) logits are not kept alive through the backward
                     if comm.size == 1:  # (every model's backward takes loss_scale)
@@ -425,8 +465,8 @@ def _train(settings: PretrainSettings, resume_checkpoint: Path | None, run_dir: 
                 step_times = []
                 bar.total = plan.total_steps
                 if abs(plan.total_steps - old_total) > 0.02 * old_total:
-                    say(f"step {done:>6,}  measured {mean_step:.2f} s per step: {plan.total_steps:,} steps fit in "
-                        f"{settings.minutes:g} minutes (planned {old_total:,})")
+                    say(f"step {done:>6,}  measured {mean_step:.2f} s per step: {counted(plan.total_steps, 'step')} "
+                        f"fit in {settings.minutes:g} minutes (planned {old_total:,})")
             if (done % settings.log_every == 0 or done == plan.total_steps) and comm.is_root:
                 record = _reported(model, window.record(lr, grad_norm))
                 metrics.append({"step": done, "split": "train", **record, "epoch": stream.epoch,
@@ -464,15 +504,15 @@ def _train(settings: PretrainSettings, resume_checkpoint: Path | None, run_dir: 
                     comm.barrier()  # rank 0 read the moments from where the other ranks' gradients go next
             if over_budget:
                 stopped_early = (f"stopped at step {done:,} of {plan.total_steps:,}: training took longer than "
-                                 f"planned (the machine got slower?); resume with --resume {run_dir}")
+                                 f"planned (the machine got slower?); resume with {resume_advice(run_dir)}")
                 say(stopped_early)
                 break
     except KeyboardInterrupt:
         bar.close()
         latest = latest_checkpoint(run_dir) if comm.is_root else None
         log(f"interrupted during step {done + 1:,}; " + (f"the latest checkpoint is {latest}; continue with: "
-            f"{comm.launch_hint}minibert {getattr(settings, 'COMMAND', 'pretrain')} --resume {run_dir}" if latest
-            else "no checkpoint was saved yet"))
+            f"{comm.launch_hint}minibert {getattr(settings, 'COMMAND', 'pretrain')} --resume {run_dir} (in Python: "
+            f"resume=\"{run_dir}\" in the settings)" if latest else "no checkpoint was saved yet"))
         raise
     finally:
         bar.close()
@@ -534,9 +574,10 @@ def _masked(batch: dict) -> int:
     return int((batch["labels"] != IGNORE_INDEX).sum())
 
 
-def _step_sums(out, part: dict, use_nsp: bool, shares: dict, grad_accum: int, model=None) -> np.ndarray:
+def _step_sums(out, part: dict, use_nsp: bool, shares: dict, grad_accum: int, model=None,
+               weighted=None) -> np.ndarray:
     """This rank's contribution to the step's STEP_SUMS (weighted like its gradient: the sum over ranks is the
-    single-process value)."""
+    single-process value). A distillation passes `weighted`, its Distiller.weighted_losses(out, shares)."""
     mlm_weight, nsp_weight = shares["masked"], shares["sequences"]
     targets = part["labels"].reshape(-1)[out.masked_positions]  # (M,)
     nsp_loss = nsp_weight * float(out.nsp_loss) if use_nsp else 0.0
@@ -548,9 +589,9 @@ def _step_sums(out, part: dict, use_nsp: bool, shares: dict, grad_accum: int, mo
     if tokens:  # its loss also holds lambda x the RTD loss (several ranks, `model` given: each weighted apart)
         loss, rtd_loss = (float(out.loss), float(out.rtd_loss)) if model is None else model.weighted_loss(out, shares)
         sums.update(loss=loss / grad_accum, rtd_loss=rtd_loss / grad_accum, rtd_correct=correct, rtd_tokens=tokens)
-    if out.get("parts") is not None:  # a distillation: its loss is the weighted total of its losses (several
-        # ranks, `model` given: each loss weighted by the rank's share of what it is a mean over)
-        sums["loss"] = (float(out.loss) if model is None else model.weighted_losses(out, shares)[0]) / grad_accum
+    if weighted is not None:  # a distillation: its loss is the weighted total of its losses (several ranks,
+        # `model` given: each loss weighted by the rank's share of what it is a mean over)
+        sums["loss"] = (float(out.loss) if model is None else weighted[0]) / grad_accum
     if use_nsp:
         nsl = part["next_sentence_label"]
         sums.update(nsp_loss=nsp_loss / grad_accum, pairs=len(nsl),
@@ -587,10 +628,10 @@ def _eval_line(step: int, m: dict) -> str:
 
 def _nan_message(run_dir: Path, step: int, problem: str, lr: float) -> str:
     latest = latest_checkpoint(run_dir)
-    kept = (f"the last good checkpoint, {latest}, is kept (resume with --resume {run_dir})" if latest
+    kept = (f"the last good checkpoint, {latest}, is kept (resume with {resume_advice(run_dir)})" if latest
             else "no checkpoint had been saved yet")
     return (f"training stopped at step {step:,}: {problem}; nothing from this step was saved; {kept}. "
-            f"Try a lower --lr (was {lr:g}) or a longer --warmup")
+            f"Try a lower {option('lr')} (was {lr:g}) or a longer {option('warmup')}")
 
 
 def _write_json(path: Path, data: dict) -> None:

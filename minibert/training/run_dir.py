@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import errno
 import json
+import os
 import shutil
 import time
 from pathlib import Path
 
+from minibert._plural import counted
 from minibert.io.atomic import atomic_write_text, check_folder_path
 
 CHECKPOINTS = "checkpoints"
@@ -27,24 +29,44 @@ LATEST = "latest"
 RUN_FILES = ("settings.json", "metrics.jsonl", "summary.json", "training.png")  # what a run writes beside checkpoints/
 
 
-def default_run_name(config: str, corpus_name: str) -> str:
-    config = Path(config).stem if config.endswith(".json") else config
+def default_run_name(config, corpus_name: str) -> str:
+    """<config>-<corpus>-<date>-<time>; `config`: a preset name, a config.json path (its file name's stem) or a
+    BertConfig (its model_type, layers and hidden size: bert-L2-H128)."""
+    if not isinstance(config, str):
+        config = f"{config.model_type}-L{config.num_hidden_layers}-H{config.hidden_size}"
+    elif config.endswith(".json"):
+        config = Path(config).stem
     return f"{config}-{corpus_name}-{time.strftime('%Y%m%d-%H%M%S')}"
 
 
+def free_run_name(runs_dir: str | Path, name: str) -> str:
+    """`name`, or name-2, name-3, ... when a folder of that name is already there: a default name (it has the
+    time to the second) must not land on a run started in the same second, say by a loop over seeds."""
+    candidate, n = name, 1
+    while (Path(runs_dir) / candidate).exists():
+        n += 1
+        candidate = f"{name}-{n}"
+    return candidate
+
+
+def resume_advice(run: str | Path) -> str:
+    """How to resume `run`, from the command line and from Python: the settings are shared by both."""
+    return f"--resume {run} (in Python: resume=\"{run}\" in the settings)"
+
+
 def check_new_run_dir(runs_dir: str | Path, name: str | None = None) -> None:
-    """Refuse, before any data work, a --runs-dir that cannot hold folders, or a --name whose folder holds a run
-    that can be resumed (one with a checkpoint)."""
+    """Refuse, before any data work, a runs_dir (--runs-dir) that cannot hold folders, or a name (--name) whose
+    folder holds a run that can be resumed (one with a checkpoint)."""
     runs = Path(runs_dir)
-    check_folder_path(runs, "--runs-dir")
+    check_folder_path(runs, "runs_dir (--runs-dir)")
     if name is None:
         return
     run = runs / name
     if run.exists() and not run.is_dir():
-        raise FileExistsError(f"--name {name}: {run} is a file; pick another --name")
+        raise FileExistsError(f"name (--name) {name}: {run} is a file; pick another name")
     if latest_checkpoint(run) is not None:
-        raise FileExistsError(f"run folder {run} already holds a run; resume it with --resume {run} or pick "
-                              f"another --name")
+        raise FileExistsError(f"run folder {run} already holds a run; resume it with {resume_advice(run)} or pick "
+                              f"another name (--name)")
 
 
 _held = {}  # run folder (resolved) -> its open lock file, while this process trains it
@@ -77,7 +99,7 @@ def hold_run_dir(run: Path) -> None:
             f.close()
             if e.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
                 raise FileExistsError(f"run folder {run} is being trained by another process right now; let it "
-                                      f"finish (or, for a new run, pick another --name)") from None
+                                      f"finish (or, for a new run, pick another name: --name)") from None
             return  # (ENOSYS, ENOLCK: no locking here)
     _held[key] = f
 
@@ -101,13 +123,20 @@ def release_run_dirs() -> None:
         _held.popitem()[1].close()
 
 
-def create_run_dir(runs_dir: str | Path, name: str, log=None) -> Path:
-    """A new, empty run folder; refuses to reuse one that holds a run with a checkpoint (use --resume for that)
+def create_run_dir(runs_dir: str | Path, name: str, log=None, made: list | None = None) -> Path:
+    """A new, empty run folder; refuses to reuse one that holds a run with a checkpoint (resume that instead)
     or one that another process is training. A run stopped before its first checkpoint cannot be resumed, so
-    its folder is emptied and reused (said on `log`)."""
-    check_folder_path(runs_dir, "--runs-dir")
+    its folder is emptied and reused (said on `log`). `made`: a list this appends the folders it made to, the run
+    folder first (what remove_unstarted_run may remove)."""
+    check_folder_path(runs_dir, "runs_dir (--runs-dir)")
     run = Path(runs_dir) / name
+    missing, folder = [], run
+    while not folder.exists() and folder != folder.parent:
+        missing.append(folder)
+        folder = folder.parent
     run.mkdir(parents=True, exist_ok=True)
+    if made is not None:
+        made.extend(missing)
     hold_run_dir(run)  # first: a run still going that has not saved a checkpoint yet must not be emptied
     check_new_run_dir(runs_dir, name)  # (after the lock: the run may have saved its first checkpoint meanwhile)
     if (run / "settings.json").exists() or (run / CHECKPOINTS).exists():
@@ -150,23 +179,12 @@ def latest_checkpoint(run: str | Path) -> Path | None:
     return run / CHECKPOINTS / checkpoint_name(steps[-1]) if steps else None
 
 
-def resolve_model_dir(path: str | Path) -> Path:
-    """A model folder from a run folder or its checkpoints/ folder (the latest checkpoint), or a checkpoint/Hugging
-    Face folder (itself)."""
-    path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"{path}: no such run or model folder")
-    if (path / "config.json").exists():
-        return path
-    if path.name == CHECKPOINTS and not (path / CHECKPOINTS).is_dir():  # RUN/checkpoints: the run's latest
-        path = path.parent
-    if (path / CHECKPOINTS).is_dir():
-        latest = latest_checkpoint(path)
-        if latest is None:
-            raise FileNotFoundError(f"run {path} has no complete checkpoint yet")
-        return latest
-    raise FileNotFoundError(f"{path} is neither a model folder (config.json + model.safetensors) nor a run folder "
-                            f"(with {CHECKPOINTS}/)")
+def resolve_model_dir(path: str | Path, option: str | None = None) -> Path:
+    """A model folder from a run folder or its checkpoints/ folder (the latest checkpoint), a checkpoint/Hugging
+    Face folder (itself), or "minilm": minibert.io.model_folder.resolve_model_folder, the rule every command
+    shares (errors name `option` when given)."""
+    from minibert.io.model_folder import resolve_model_folder  # (that module reads this one's layout names)
+    return resolve_model_folder(path, option)
 
 
 def finished_run(run_dir: Path, checkpoint: Path) -> dict | None:
@@ -188,5 +206,63 @@ def finished_run(run_dir: Path, checkpoint: Path) -> dict | None:
 def nothing_to_resume(run_dir: Path, summary: dict) -> str:
     """The one line `--resume` of a finished run says (`summary`: what finished_run returned)."""
     run_dir = Path(run_dir).resolve()
-    return (f"run {run_dir} already finished its {summary['steps']:,} steps; nothing to resume (its numbers: "
-            f"{run_dir / 'summary.json'})")
+    return (f"run {run_dir} already finished its {counted(summary['steps'], 'step')}; nothing to resume (its "
+            f"numbers: {run_dir / 'summary.json'})")
+
+
+def remove_unstarted_run(run: Path, made: list[Path]) -> None:
+    """Remove the folders in `made` (the run folder and any missing folders above it that this process made for
+    it, innermost first) after a failure before the first training step: they hold nothing worth keeping (no
+    checkpoint) and would otherwise stay behind. A folder above the run is removed only if it is empty then (it
+    may have received another run meanwhile)."""
+    release_run_dirs()
+    shutil.rmtree(run, ignore_errors=True)
+    for folder in made[1:]:
+        try:
+            os.rmdir(folder)
+        except OSError:
+            break
+
+
+def resume_settings(run_dir: Path, given: dict, settings_class):
+    """(the settings to continue the run in `run_dir` with, its latest checkpoint, run_dir), as `--resume` and
+    `pretrain(PretrainSettings(resume=...))` continue it: its saved settings, refused when `given` (the settings
+    the user set) differ from them or when the folder holds another command's run or no checkpoint yet.
+    settings_class: PretrainSettings or DistillSettings."""
+    from minibert.training.checkpointing import read_training_state
+    settings_file = run_dir / "settings.json"
+    if not settings_file.exists():
+        raise FileNotFoundError(f"--resume {run_dir}: not a run folder (no settings.json)")
+    command = getattr(settings_class, "COMMAND", "pretrain")
+    written_by = "distill" if "teacher" in read_run_settings(settings_file) else "pretrain"  # (a distillation's
+    # settings have a teacher)
+    if written_by != command:
+        raise ValueError(f"--resume {run_dir}: a minibert {written_by} run, not a {command} run; continue it with "
+                         f"minibert {written_by} --resume {run_dir}")
+    checkpoint = latest_checkpoint(run_dir)
+    if checkpoint is None:  # (starting again with the same --name replaces it: training/run_dir.create_run_dir)
+        raise FileNotFoundError(f"--resume {run_dir}: the run stopped before its first checkpoint, so there is "
+                                f"nothing to resume; start it again with --runs-dir {run_dir.parent} --name "
+                                f"{run_dir.name}, which replaces it")
+    state = read_training_state(checkpoint)  # the settings only: the optimizer's arrays are read by the training
+    saved = settings_class.from_dict(state["settings"], source=str(checkpoint))
+    requested = settings_class.from_dict({**saved.to_dict(), **given})
+    changed = requested.differences(saved)
+    if changed:
+        listing = ", ".join(f"--{n.replace('_', '-')} {getattr(requested, n)!r} (run has {getattr(saved, n)!r})"
+                            for n in changed)
+        raise ValueError(f"--resume continues {run_dir} with its saved settings, but these differ: {listing}; "
+                         f"drop them, or start a new run")
+    requested.resume = str(run_dir)
+    return requested, checkpoint, run_dir
+
+
+def read_run_settings(path: Path) -> dict:
+    """A run's settings.json as a dict; a one-line error when it is not one."""
+    try:
+        saved = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ValueError(f"{path}: unreadable ({e}); expected the settings.json a run writes") from None
+    if not isinstance(saved, dict):
+        raise ValueError(f"{path}: expected a JSON object (the settings.json a run writes)")
+    return saved

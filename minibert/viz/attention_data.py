@@ -44,23 +44,34 @@ def check_layer_head(config, layer: int | None, head: int | None) -> None:
 
 def load_model_and_tokenizer(model_dir: str | Path, tokenizer_dir: str | Path | None = None):
     """The encoder of a saved model (any BERT checkpoint: heads are not needed) and its tokenizer."""
-    from minibert.io.checkpoint import CheckpointWarning
-    from minibert.models.auto import load_body
+    tokenizer = load_tokenizer(model_dir, tokenizer_dir)
+    return load_encoder(model_dir), tokenizer
+
+
+def load_tokenizer(model_dir: str | Path, tokenizer_dir: str | Path | None = None):
+    """The model's tokenizer (or the one in `tokenizer_dir`), checked against its config.json's vocab_size: no
+    weights are read."""
+    from minibert.config import BertConfig
     from minibert.tokenizer import WordPieceTokenizer
     model_dir = Path(model_dir)
     if not model_dir.is_dir():
         raise FileNotFoundError(f"--model {model_dir}: no such model folder")
     tokenizer = WordPieceTokenizer.from_pretrained(tokenizer_dir or model_dir)
-    from minibert.config import BertConfig
-    vocab_size = BertConfig.from_json_file(model_dir).vocab_size  # checked before the weights load
+    vocab_size = BertConfig.from_json_file(model_dir).vocab_size
     if tokenizer.vocab_size != vocab_size:
         raise ValueError(f"the tokenizer in {tokenizer_dir or model_dir} has {tokenizer.vocab_size} tokens but the "
                          f"model's config.json says vocab_size={vocab_size}")
+    return tokenizer
+
+
+def load_encoder(model_dir: str | Path):
+    """The encoder of a saved model: BERT or DistilBERT, without its heads (attention needs none)."""
+    from minibert.io.checkpoint import CheckpointWarning
+    from minibert.models.auto import load_body
     with warnings.catch_warnings():
         # A pre-training checkpoint has MLM/NSP heads the encoder does not use: that is expected here.
         warnings.filterwarnings("ignore", message=".*not used by.*", category=CheckpointWarning)
-        model = load_body(model_dir, add_pooling_layer=False)  # BERT or DistilBERT
-    return model, tokenizer
+        return load_body(model_dir, add_pooling_layer=False)
 
 
 def encode_for_model(tokenizer, config, text: str, text_pair: str | None = None):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from minibert.config import PRESET_NAMES, BertConfig
+from minibert.io import model_folder
 
 # Every model class minibert has, by family (config.json's model_type); --model-class picks one of them.
 BERT_CLASSES = ("BertForPreTraining", "BertForMaskedLM", "BertModel", "BertForSequenceClassification",
@@ -61,34 +62,17 @@ def resolve_config(config_arg: str | None = None, model_dir: str | None = None) 
     return BertConfig.from_json_file(path), str(path)
 
 
-def resolve_model_folder(name_or_path) -> Path:
-    """The model folder meant by --model: a checkpoint folder (config.json), a pre-training run folder (its
-    latest checkpoint), or "minilm" (the built-in all-MiniLM-L6-v2)."""
-    if str(name_or_path).lower() == "minilm" and not Path(name_or_path).exists():
-        from minibert.data.builtin import minilm_dir
-        return minilm_dir()
-    from minibert.training.run_dir import resolve_model_dir
-    return resolve_model_dir(name_or_path)
+def resolve_model_folder(name_or_path, option: str = "--model") -> Path:
+    """The model folder meant by --model: a checkpoint folder (config.json), a run folder or its checkpoints/
+    (its latest checkpoint), or "minilm" (the built-in all-MiniLM-L6-v2): the rule every command shares."""
+    return model_folder.resolve_model_folder(name_or_path, option)
 
 
 def resolve_tokenizer_folder(name_or_path, option: str = "--tokenizer") -> Path:
     """The tokenizer meant by --tokenizer, accepting what --model accepts: a folder with vocab.txt (or
-    tokenizer.json), a vocab.txt file, a pre-training run folder (its latest checkpoint's vocabulary), or "minilm".
-    Errors name the option."""
-    path = Path(str(name_or_path))
-    if str(name_or_path).lower() == "minilm" and not path.exists():
-        from minibert.data.builtin import minilm_dir
-        return minilm_dir()
-    if not path.exists():
-        raise FileNotFoundError(f"{option} {path}: tokenizer folder not found (expected a folder with vocab.txt, a "
-                                f"vocab.txt file, a run folder, or 'minilm')")
-    if path.is_file() or (path / "vocab.txt").is_file() or (path / "tokenizer.json").is_file():
-        return path
-    if (path / "checkpoints").is_dir():  # a run folder: the vocabulary of its latest checkpoint
-        from minibert.training.run_dir import resolve_model_dir
-        return resolve_model_dir(path)
-    raise FileNotFoundError(f"{option} {path}: no vocab.txt or tokenizer.json in this folder (expected a "
-                            f"tokenizer folder, a run folder, or 'minilm')")
+    tokenizer.json), a vocab.txt file, a run folder (its latest checkpoint's vocabulary), or "minilm". Errors
+    name the option."""
+    return model_folder.resolve_tokenizer_folder(name_or_path, option)
 
 
 def classes_for(config: BertConfig) -> tuple[str, ...]:

@@ -64,12 +64,13 @@ def test_similarity(model_dir, encoder, capsys):
     (["embed", "--model", "{dir}", "--batch-size", "0", "hi"], "--batch-size must be at least 1"),
     (["embed", "--model", "{dir}", "--workers", "0", "hi"], "--workers must be at least 1"),
     (["predict", "--model", "{dir}", "--workers", "0", "hi"], "--workers must be at least 1"),
-    (["embed", "--model", "{dir}/nowhere", "hi"], "no such model folder"),
-    (["similarity", "--model", "{dir}/nowhere", "a", "b"], "no such model folder"),
+    (["embed", "--model", "{dir}/nowhere", "hi"], "--model {dir}/nowhere: no such run or model folder"),
+    (["similarity", "--model", "{dir}/nowhere", "a", "b"], "--model {dir}/nowhere: no such run or model folder"),
 ])
 def test_bad_input_is_one_line(model_dir, capsys, args, message):
     assert main([a.replace("{dir}", str(model_dir)) for a in args]) == 2
     err = capsys.readouterr().err
+    message = message.replace("{dir}", str(model_dir))
     assert err.count("\n") == 1 and err.startswith(f"minibert {args[0]}: error:") and message in err, err
 
 

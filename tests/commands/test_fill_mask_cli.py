@@ -83,3 +83,21 @@ def test_clear_errors(model_dir, tmp_path, capsys):
     (encoder_only / "vocab.txt").write_text((model_dir / "vocab.txt").read_text())
     assert main(["fill-mask", "--model", str(encoder_only), "a [MASK]"]) == 2
     assert "no masked-LM head" in capsys.readouterr().err
+
+
+def test_every_text_is_checked_before_any_guess_and_named(model_dir, capsys):
+    assert main(["fill-mask", "--model", str(model_dir), "the [MASK] eats fish .", "no mask here, but a long text "
+                 "that goes on and on"]) == 2
+    captured = capsys.readouterr()
+    assert not captured.out  # (not the first text's guesses, then an error)
+    assert captured.err.count("\n") == 1
+    assert 'error: text 2 ("no mask here, but a long text that goes …"): no [MASK] in the text' in captured.err
+    assert main(["fill-mask", "--model", str(model_dir), "the [mask] eats fish ."]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and 'text 1 ("the [mask] eats fish ."): no [MASK] in the text' in err
+    assert "'[mask]' is not it: the mask token is [MASK]" in err
+    assert main(["fill-mask", "--model", str(model_dir), "the [MASK] " + "fish " * 200]) == 2
+    err = capsys.readouterr().err
+    assert 'text 1 ("the [MASK] fish fish' in err and "more than the model's" in err
+    assert main(["fill-mask", "--model", str(model_dir), "caf\udce9 [MASK]"]) == 2
+    assert "text 1: not UTF-8 text: byte 0xe9 at byte offset 3" in capsys.readouterr().err

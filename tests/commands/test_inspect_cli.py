@@ -84,7 +84,7 @@ def test_tokenizer_errors_name_the_option(models, tmp_path, capsys):
 
 @pytest.mark.parametrize("argv, message", [
     (["--max-length", "1"], "--max-length 1 is too small: [CLS] and [SEP] take 2 tokens, so at least 2"),
-    (["--max-length", "2", "--pair", "a dog"], "--max-length 2 is too small: [CLS] and [SEP] take 3 tokens"),
+    (["--max-length", "2", "--pair", "a dog"], "--max-length 2 is too small: [CLS] and two [SEP] take 3 tokens"),
     (["--max-length", "0", "--no-special-tokens"], "--max-length 0 is too small: at least 1"),
 ])
 def test_tokenize_max_length_too_small(models, capsys, argv, message):
@@ -106,6 +106,17 @@ def test_attention_refuses_an_empty_pair_before_loading(models, tmp_path, capsys
     assert "the --pair text is empty" in err
     err = one_line_error(capsys, ["attention", "--model", str(models["mlm"]), "  ", "--html", str(out)])
     assert "the text is empty" in err
+    assert not out.exists()
+
+
+def test_attention_refuses_a_text_too_long_for_the_page_before_loading(models, tmp_path, capsys, monkeypatch):
+    from minibert.viz import attention_html
+    # The tiny model (2 layers x 2 heads): 4 x 5 x 5 = 100 weights for "the cat sat"; a page of 90 holds 4 tokens.
+    monkeypatch.setattr(attention_html, "MAX_WEIGHTS", 90)
+    never_loaded(monkeypatch)
+    out = tmp_path / "a.html"
+    err = one_line_error(capsys, ["attention", "--model", str(models["mlm"]), "the cat sat", "--html", str(out)])
+    assert "5 tokens x 2 layers x 2 heads is 100 attention weights, too many for one page (limit 90" in err, err
     assert not out.exists()
 
 

@@ -83,3 +83,21 @@ def test_the_run_says_when_numba_computes_gelu(tmp_path, corpus, capsys, monkeyp
     said = "exact GELU compiled by numba" in capsys.readouterr().out
     assert said == (setting == "1")
     assert after is (None if setting == "auto" else setting == "1")  # auto: the choice put back after the run
+
+
+def test_the_end_lines_count_one_step_and_one_sequence_in_the_singular(capsys):
+    from minibert.commands.distill import _print_summary as distill_summary
+    from minibert.commands.pretrain import _print_summary, done_line
+    times = {"wall_seconds": 3.0, "prepare_seconds": 1.0, "train_seconds": 2.0, "tokens_per_s": 100.0}
+    assert done_line({"steps": 1, **times}).startswith("done: 1 step in 3s (")
+    assert done_line({"steps": 2, **times}).startswith("done: 2 steps in 3s (")
+    resumed = {"steps": 2, **times, "session": {"steps": 1, "resumed_at_step": 1, "train_seconds": 1.0,
+                                                 "tokens_per_s": 50.0}}
+    assert done_line(resumed).startswith("done: 2 steps; this session: 1 step (resumed at step 1)")
+    summary = {"steps": 1, **times, "eval_sequences": 1, "baseline_token": "the", "baseline_acc": 0.1,
+               "eval": {"masked_tokens": 1, "mlm_acc": 0.5, "ppl": 9.0, "mlm_loss": 2.2, "loss": 2.2},
+               "checkpoint": "ckpt", "run": "run"}
+    _print_summary(summary, show_examples=False)
+    assert "held-out (1 sequence, 1 masked token):" in capsys.readouterr().out
+    distill_summary(summary)
+    assert "held-out (1 sequence): loss 2.2000" in capsys.readouterr().out

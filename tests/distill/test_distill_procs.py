@@ -5,6 +5,7 @@ cosine). With dropout off, two ranks must then train as one process does, up to 
 number, training and held-out, and the student's weights. (Weighting every loss by sequences instead moves the
 logged losses past the tolerance at the first steps: checked by hand when this test was written.)"""
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -51,7 +52,6 @@ def distil(tmp, corpus, teacher, name, launcher, *extra):
 
 
 def assert_same_run(one, two):
-    import json
     assert json.loads((two / "summary.json").read_text())["ranks"] == 2
     a, b = read_metrics(one / "metrics.jsonl"), read_metrics(two / "metrics.jsonl")
     assert [(r["step"], r["split"]) for r in a] == [(r["step"], r["split"]) for r in b]
@@ -87,3 +87,35 @@ def test_under_mpiexec_too(setup):
     tmp, corpus = setup
     one = distil(tmp, corpus, "mlm-teacher", "one-mpi", "one")
     assert_same_run(one, distil(tmp, corpus, "mlm-teacher", "two-mpi", "mpiexec"))
+
+
+COUNTING_DRIVER = """
+import json, sys
+from minibert.distill.distiller import Distiller
+from minibert.distill.run import distill
+from minibert.distill.settings import DistillSettings
+from minibert.training.distributed import communicator
+
+calls = []
+weighted_losses = Distiller.weighted_losses
+Distiller.weighted_losses = lambda self, out, shares: calls.append(1) or weighted_losses(self, out, shares)
+comm = communicator()
+distill(DistillSettings(**json.loads(sys.argv[1])), log=lambda *a: None, comm=comm)
+print(f"rank {comm.rank}: {len(calls)} calls")
+"""
+
+
+def test_each_rank_weighs_a_micro_batchs_losses_once(setup):
+    """The distillation's losses, weighted by the rank's shares, are computed once per micro-batch and serve
+    both the step's loss and its separate losses."""
+    tmp, corpus = setup
+    driver = tmp / "count_weighted_losses.py"
+    driver.write_text(COUNTING_DRIVER)
+    settings = dict(teacher=str(tmp / "mlm-teacher"), corpus=[str(corpus)], runs_dir=str(tmp / "runs"),
+                    name="counted", seq_len=16, batch_size=8, grad_accum=2, eval_examples=16, eval_fraction=0.1,
+                    quiet=True, plot=False, steps=3, student_layers=2, dropout=0.0)
+    env = {**os.environ, "MINIBERT_CACHE": str(tmp / "cache"),
+           "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    result = ranks(2, "procs", driver, json.dumps(settings), env=env)
+    assert result.returncode == 0, result.stderr
+    assert sorted(result.stdout.split("\n")[:2]) == ["rank 0: 6 calls", "rank 1: 6 calls"], result.stdout  # 3 x 2

@@ -92,7 +92,7 @@ def test_a_teacher_without_mlm_head_is_distilled_by_hidden_states(setup):
 
 @pytest.mark.parametrize("extra,message", [
     (["--config", "tiny"], "--config is a pre-training option"),
-    (["--mode", "mlm"], "--mode mlm needs a teacher with an MLM head"),
+    (["--mode", "mlm"], "mode (--mode) mlm needs a teacher with an MLM head"),
     (["--alpha-ce", "1"], "--alpha-ce and --alpha-mlm need a teacher with an MLM head"),
     (["--student-layers", "5"], "--student-layers must be in 1..3"),
     (["--teacher-layers", "0,x"], "--teacher-layers expects comma-separated layer numbers"),

@@ -48,9 +48,9 @@ def test_total_loss_gradient(mode):
 
     def loss():
         student.rng = np.random.default_rng(7)  # the same dropout masks every call
-        return d.forward(ids, None, mask, labels=labels).loss
+        return d.forward(ids, attention_mask=mask, labels=labels).loss
 
-    out = d.forward(ids, None, mask, labels=labels)
+    out = d.forward(ids, attention_mask=mask, labels=labels)
     assert set(out.parts) == ({"kd_loss", "cos_loss", "mse_loss", "pool_loss"} if mode == "mlm"
                               else {"cos_loss", "mse_loss", "pool_loss"})
     d.zero_grad()
@@ -70,7 +70,7 @@ def test_a_student_equal_to_its_teacher_has_zero_distillation_loss(mode):
     d = Distiller(student_from_teacher(t, [0, 1, 2], mlm_head=mode == "mlm", dropout=0.0), t, mode,
                   alpha_mse=1.0, alpha_pool=1.0)
     ids, mask, labels = batch()
-    out = d.forward(ids, None, mask, labels=labels)
+    out = d.forward(ids, attention_mask=mask, labels=labels)
     for name, value in out.parts.items():
         assert value == pytest.approx(0.0, abs=1e-5), name
     if mode == "hidden":  # the masked tokens were put back: the teacher saw the real text
@@ -96,7 +96,7 @@ def test_recompute_in_the_student_changes_no_bit_and_the_teacher_keeps_no_activa
         d = Distiller(student, t, mode, alpha_mse=1.0).set_recompute(recompute)
         assert t.recompute and d.recompute == recompute  # the teacher is never backpropagated
         d.zero_grad()
-        out = d.forward(ids, None, mask, labels=labels)
+        out = d.forward(ids, attention_mask=mask, labels=labels)
         d.backward()
         results.append((float(out.loss), {n: g.copy() for n, g in student.grads.items()}))
     assert results[0][0] == results[1][0]

@@ -32,15 +32,15 @@ def test_student_with_all_layers_reproduces_the_mlm_teacher():
     s = student_from_teacher(t, [0, 1, 2, 3], mlm_head=True).eval()
     assert isinstance(s, DistilBertForMaskedLM) and s.config.num_hidden_layers == 4
     ids, mask = batch()
-    ours = s.forward(ids, None, mask, output_hidden_states=True)
-    ref = t.forward(ids, None, mask, output_hidden_states=True)
+    ours = s.forward(ids, attention_mask=mask, output_hidden_states=True)
+    ref = t.forward(ids, attention_mask=mask, output_hidden_states=True)
     valid = mask.astype(bool)
     for a, b in zip(ours.hidden_states, ref.hidden_states):
         np.testing.assert_allclose(a[valid], b[valid], atol=1e-5)
     np.testing.assert_allclose(ours.prediction_logits[valid], ref.prediction_logits[valid], atol=1e-4)
     # without the fold (type-0 row dropped) the states differ: the test above can fail
     s.params["distilbert.embeddings.position_embeddings.weight"] -= t.params["bert.embeddings.token_type_embeddings.weight"][0]
-    assert np.abs(s.forward(ids, None, mask).prediction_logits - ref.prediction_logits).max() > 1e-2
+    assert np.abs(s.forward(ids, attention_mask=mask).prediction_logits - ref.prediction_logits).max() > 1e-2
 
 
 def test_student_from_a_bare_teacher_takes_the_chosen_layers():

@@ -107,6 +107,7 @@ def test_pretraining_checkpoint_works_as_encoder_without_noise(tmp_path, encoder
 def test_bad_input(tmp_path, encoder):
     make_checkpoint(tmp_path)
     (tmp_path / "vocab.txt").unlink()
+    (tmp_path / "tokenizer.json").unlink()  # (saved beside vocab.txt: without both, no tokenizer is left)
     with pytest.raises(FileNotFoundError, match=r"vocab\.txt: missing"):
         SentenceEncoder.from_pretrained(tmp_path)
     bigger = WordPieceTokenizer(VOCAB + ["extra", "words"])
@@ -119,7 +120,7 @@ def test_bad_input(tmp_path, encoder):
         encoder.encode(["ok", 3])
     with pytest.raises(ValueError, match="max_length must be in 2..16"):
         SentenceEncoder(encoder.model, encoder.tokenizer, max_length=17)
-    with pytest.raises(FileNotFoundError, match="no such model folder"):
+    with pytest.raises(FileNotFoundError, match="no such run or model folder"):
         SentenceEncoder.from_pretrained(tmp_path / "missing")
 
 

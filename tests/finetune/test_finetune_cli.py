@@ -88,7 +88,8 @@ def test_saved_model_loads_in_transformers_with_identical_logits(trained):
     theirs = transformers.BertForSequenceClassification.from_pretrained(out, attn_implementation="eager").eval()
     assert theirs.config.id2label == {0: "negative", 1: "positive"}
     batch = WordPieceTokenizer.from_pretrained(out).encode_batch(["the good cat", "bad", "a small tree sits bad"])
-    logits = ours.forward(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"]).logits
+    logits = ours.forward(batch["input_ids"], token_type_ids=batch["token_type_ids"],
+                          attention_mask=batch["attention_mask"]).logits
     with torch.no_grad():
         ref = theirs(**{k: torch.from_numpy(v) for k, v in batch.items()}).logits.numpy()
     np.testing.assert_allclose(logits, ref, rtol=1e-5, atol=1e-5)
@@ -159,7 +160,7 @@ def test_baseline_is_reported_beside_bert(trained, tmp_path, capsys):
     ({"--train": "one_class.csv"}, "every example has the label 'positive'; a classifier needs at least two classes"),
     ({"--eval": "unseen.csv"}, "unseen.csv: label 'neutral' (3 examples) does not occur in the training data"),
     ({"--max-length": "64"}, "--max-length 64 is longer than the model's max_position_embeddings (32"),
-    ({"--model": "nowhere"}, "--model nowhere: no such folder"),
+    ({"--model": "nowhere"}, "--model nowhere: no such run or model folder"),
 ])
 def test_bad_input_is_one_line_before_training(tmp_path, capsys, monkeypatch, change, message):
     monkeypatch.chdir(tmp_path)

@@ -21,7 +21,7 @@ def test_model_folder_run_folder_and_latest(tmp_path):
     assert resolve_checkpoint(str(run)) == run / "checkpoints" / "step-000900"
     (run / "checkpoints" / "latest").unlink()
     assert resolve_checkpoint(str(run)) == run / "checkpoints" / "step-001000"  # highest number, not "latest" name
-    with pytest.raises(FileNotFoundError, match="no such folder"):
+    with pytest.raises(FileNotFoundError, match="--model .*nope: no such run or model folder"):
         resolve_checkpoint(str(tmp_path / "nope"))
     (tmp_path / "empty").mkdir()
     with pytest.raises(ValueError, match="no config.json in it"):

@@ -34,7 +34,8 @@ predict_logits(model, encoded[:1], 0, batch_size=1, workers=1)  # numba's GELU, 
 peaks = {}
 for name in ("plain", "evaluation"):
     model.train()
-    model.forward(*collate(encoded, range(32), 0), labels=np.zeros(32, dtype=np.int64))
+    ids, types, mask = collate(encoded, range(32), 0)
+    model.forward(ids, token_type_ids=types, attention_mask=mask, labels=np.zeros(32, dtype=np.int64))
     model.backward()
     model.zero_grad()
     held = status("VmRSS")

@@ -282,3 +282,19 @@ def test_an_option_of_another_kind_of_run_given_as_0_is_refused_too(data, capsys
     err = one_line_error(capsys, ["finetune", "--model", str(data / "model"), "--train", str(data / "train.csv"),
                                   "--doc-stride", "0", "--procs", "1"])
     assert "--doc-stride applies to question answering" in err
+
+
+# ---------------------------------------------------------------------------------------------------- counts
+def test_the_log_counts_one_step_and_one_example_in_the_singular(data, tmp_path, capsys):
+    write_rows(tmp_path / "one.csv", make_examples(1, seed=3))
+    assert main(["finetune", "--model", str(data / "model"), "--train", str(data / "train.csv"), "--test",
+                 str(tmp_path / "one.csv"), "--epochs", "1", "--batch-size", "64", "--no-progress", "--procs", "1",
+                 "--out", str(tmp_path / "sequence")]) == 0
+    log = capsys.readouterr().out
+    assert "note: only 1 optimizer step (" in log and "best epoch 1, test split (1 example):" in log, log
+    synthetic.write_conll(tmp_path / "one.conll", *synthetic.ner_sentences(1, seed=1, part="test"))
+    assert main(["finetune", "--task-type", "tokens", "--model", str(data / "tagger_model"), "--train",
+                 str(data / "ner.conll"), "--eval", str(tmp_path / "one.conll"), "--epochs", "1", "--batch-size",
+                 "64", "--no-progress", "--procs", "1", "--out", str(tmp_path / "tokens")]) == 0
+    log = capsys.readouterr().out
+    assert "training: 1 optimizer step\n" in log and "best epoch 1, eval split (1 sentence)," in log, log

@@ -77,6 +77,23 @@ def test_predict_defaults_to_the_fine_tuned_length_and_reproduces_the_test_score
     assert records(predict(capsys, *command)[0]) != records(default)  # (the texts are cut elsewhere)
 
 
+def test_finetuning_a_fine_tuned_model_again_defaults_to_its_length(classifier, capsys, tmp_path):
+    root, out, _ = classifier
+    argv = ["finetune", "--train", root / "train.csv", "--epochs", 1, "--no-progress", "--procs", 1]
+    assert main([*map(str, argv), "--model", str(out), "--out", str(tmp_path / "again")]) == 0
+    assert json.loads((tmp_path / "again" / "config.json").read_text())["finetuning"]["max_length"] == 8
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("max length: ")]
+    assert lines == [f"max length: 8 tokens per example (the length {out} was fine-tuned with, recorded in its "
+                     f"config.json; --max-length N to change it)"]
+    # A model without the record keeps the default: 128, here the model's 32 positions.
+    old = without_record(out, tmp_path)
+    assert main([*map(str, argv), "--model", str(old), "--out", str(tmp_path / "from-old")]) == 0
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("max length: ")]
+    assert lines == [f"max length: 32 tokens per example (the model's max_position_embeddings, {old / 'config.json'})"]
+    assert main([*map(str, argv), "--model", str(out), "--max-length", "12", "--out", str(tmp_path / "given")]) == 0
+    assert "max length: 12 tokens per example (--max-length)" in capsys.readouterr().out
+
+
 def test_the_fine_tuned_length_is_what_transformers_tokenizers_truncate_at(classifier):
     _, out, _ = classifier
     assert json.loads((out / "tokenizer_config.json").read_text())["model_max_length"] == 8

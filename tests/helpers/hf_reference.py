@@ -44,7 +44,7 @@ def check_bare_model(model, hf_model, ids, types, mask, tol=1e-4):
     H = model.config.hidden_size
     R1 = rng.standard_normal((*ids.shape, H)).astype(np.float32) * mask[..., None]  # padding's outputs: unread
     R2 = rng.standard_normal((ids.shape[0], H)).astype(np.float32)
-    out = model.forward(ids, types, mask)
+    out = model.forward(ids, token_type_ids=types, attention_mask=mask)
     model.backward(R1, R2)
     t = lambda x: None if x is None else torch.from_numpy(np.asarray(x))  # noqa: E731
     ref = hf_model(input_ids=t(ids), token_type_ids=t(types), attention_mask=t(mask))
@@ -59,7 +59,7 @@ def check_masked_lm(model, hf_model, ids, types, mask, labels, tol=1e-4):
     """A masked-LM model (any family, ELECTRA's generator too) against its transformers class on one batch: the
     logits at the labelled positions, the loss and every parameter gradient. Returns minibert's output."""
     import torch
-    out = model.forward(ids, types, mask, labels=labels)
+    out = model.forward(ids, token_type_ids=types, attention_mask=mask, labels=labels)
     model.backward()
     t = lambda x: None if x is None else torch.from_numpy(np.asarray(x))  # noqa: E731
     ref = hf_model(input_ids=t(ids), token_type_ids=t(types), attention_mask=t(mask), labels=t(labels))
@@ -76,7 +76,7 @@ def check_pretraining(model, hf_model, ids, types, mask, labels, pair_labels, to
     transformers class on one batch: the MLM logits at the labelled positions, the pair head's logits, the loss and
     every parameter gradient. Returns torch's gradients under minibert's names."""
     import torch
-    out = model.forward(ids, types, mask, labels=labels, next_sentence_label=pair_labels)
+    out = model.forward(ids, token_type_ids=types, attention_mask=mask, labels=labels, next_sentence_label=pair_labels)
     model.backward()
     t = lambda x: None if x is None else torch.from_numpy(np.asarray(x))  # noqa: E731
     sop = model.config.model_type == "albert"  # transformers names ALBERT's pair task sentence order

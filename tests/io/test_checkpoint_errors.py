@@ -101,15 +101,15 @@ def test_not_a_bert_checkpoint(checkpoint):
 
 
 def test_missing_files(tmp_path, checkpoint):
-    with pytest.raises(FileNotFoundError, match="no such checkpoint folder"):
+    with pytest.raises(FileNotFoundError, match="nowhere: no such run or model folder"):
         BertModel.from_pretrained(tmp_path / "nowhere")
-    with pytest.raises(ValueError, match="is a file; from_pretrained takes the checkpoint folder"):
+    with pytest.raises(ValueError, match=r"config\.json: is a file \(expected a model folder with config\.json"):
         BertModel.from_pretrained(checkpoint / "config.json")
     (checkpoint / "model.safetensors").unlink()
     with pytest.raises(FileNotFoundError, match="no weights found"):
         BertModel.from_pretrained(checkpoint)
     (checkpoint / "config.json").unlink()
-    with pytest.raises(FileNotFoundError, match="config.json"):
+    with pytest.raises(ValueError, match="no config.json in it and no checkpoints/ sub-folder"):
         BertModel.from_pretrained(checkpoint)
 
 

@@ -28,7 +28,7 @@ def hf_run(hf, ids, mask):
 
 
 def ours_run(model, ids, mask):
-    out = model.forward(ids, None, mask)
+    out = model.forward(ids, attention_mask=mask)
     return out.prediction_logits if "prediction_logits" in out else out.last_hidden_state
 
 
@@ -62,12 +62,13 @@ def test_bare_and_mlm_folders_load_into_each_other(tmp_path):
         bare = DistilBertModel.from_pretrained(tmp_path / "mlm")  # "distilbert." stripped, the head unused
     with torch.no_grad():
         ref = hf.distilbert(input_ids=torch.tensor(ids), attention_mask=torch.tensor(mask)).last_hidden_state
-    np.testing.assert_allclose(bare.forward(ids, None, mask).last_hidden_state, ref.numpy(), atol=2e-5, rtol=0)
+    np.testing.assert_allclose(bare.forward(ids, attention_mask=mask).last_hidden_state, ref.numpy(), atol=2e-5, rtol=0)
 
     hf.distilbert.save_pretrained(tmp_path / "bare")
     with pytest.warns(CheckpointWarning, match="vocab_transform.weight"):  # the head is new
         mlm = DistilBertForMaskedLM.from_pretrained(tmp_path / "bare")
-    np.testing.assert_allclose(mlm.distilbert.forward(ids, None, mask).last_hidden_state, ref.numpy(), atol=2e-5)
+    np.testing.assert_allclose(mlm.distilbert.forward(ids, attention_mask=mask).last_hidden_state, ref.numpy(),
+                               atol=2e-5)
 
 
 def test_untied_projector_in_file_is_reported(tmp_path):

@@ -48,8 +48,8 @@ def test_pretraining_folder_loads_in_transformers_and_back(tmp_path):
         d_ref = hf_disc(input_ids=t(ids), token_type_ids=t(types), attention_mask=t(mask)).logits.numpy()
         g_ref = hf_gen(input_ids=t(ids), token_type_ids=t(types), attention_mask=t(mask)).logits.numpy()
     model.eval()
-    d_ours = model.discriminator.forward(ids, types, mask).logits
-    g_ours = model.generator.forward(ids, types, mask).prediction_logits
+    d_ours = model.discriminator.forward(ids, token_type_ids=types, attention_mask=mask).logits
+    g_ours = model.generator.forward(ids, token_type_ids=types, attention_mask=mask).prediction_logits
     np.testing.assert_allclose(d_ours[valid], d_ref[valid], atol=1e-5)
     np.testing.assert_allclose(g_ours[valid], g_ref[valid], atol=1e-5)
 

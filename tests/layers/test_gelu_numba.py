@@ -92,6 +92,16 @@ def test_numba_gelu_is_bit_identical_on_any_thread_count_and_layout(restore_kern
     assert np.abs(out64 - exact(x)[0]).max() < 1e-12
 
 
+def test_without_its_derivative_gelu_gives_the_same_output_bits(restore_kernel):
+    x = inputs()
+    for kernel in (False, True):  # NumPy's blocks and numba's version compiled without the derivative
+        activations.use_numba_gelu(kernel)
+        out, deriv = activations.gelu_forward(x)
+        alone, cache = activations.gelu_forward(x, for_backward=False)
+        assert cache is None and deriv is not None
+        np.testing.assert_array_equal(alone, out)
+
+
 def test_setting_read_from_the_environment(restore_kernel, monkeypatch):  # monkeypatch undone first
     for value, setting in (("", "auto"), ("auto", "auto"), ("0", "off"), ("off", "off"), ("1", "on"), ("yes", "on")):
         monkeypatch.setenv("MINIBERT_NUMBA", value)

@@ -168,7 +168,7 @@ def _batch(cfg):
 def _loss(model, cfg):
     ids, mask, labels, nsl = _batch(cfg)
     model.rng = np.random.default_rng(42)  # the same dropout masks every call
-    return model.forward(ids, None, mask, labels=labels, next_sentence_label=nsl).loss
+    return model.forward(ids, attention_mask=mask, labels=labels, next_sentence_label=nsl).loss
 
 
 def _pretraining_step(cfg, dtype):

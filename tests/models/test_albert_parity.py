@@ -84,7 +84,7 @@ def test_bare_model_and_masked_lm():
     mlm = BertForMaskedLM(cfg, seed=2)
     hf_mlm = reference(cfg, "AlbertForMaskedLM")
     copy_weights(mlm, hf_mlm)
-    out = mlm.forward(ids, types, mask, labels=labels)
+    out = mlm.forward(ids, token_type_ids=types, attention_mask=mask, labels=labels)
     mlm.backward()
     ref = hf_mlm(input_ids=t(ids), token_type_ids=t(types), attention_mask=t(mask), labels=t(labels))
     ref.loss.backward()
@@ -104,7 +104,7 @@ def test_checkpoints_load_in_transformers_and_back(tmp_path):
     ids, types, mask, _, _ = make_batch(cfg, seed=2)
     with torch.no_grad():
         ref = hf(input_ids=t(ids), token_type_ids=t(types), attention_mask=t(mask))
-    out = model.forward(ids, types, mask)
+    out = model.forward(ids, token_type_ids=types, attention_mask=mask)
     valid = mask.astype(bool)
     assert max_rel_diff(out.prediction_logits[valid], ref.prediction_logits.numpy()[valid]) < TOL
     assert max_rel_diff(out.seq_relationship_logits, ref.sop_logits.numpy()) < TOL
@@ -116,8 +116,9 @@ def test_checkpoints_load_in_transformers_and_back(tmp_path):
         np.testing.assert_array_equal(back.params[name], model.params[name], err_msg=name)
     with pytest.warns(CheckpointWarning, match="sop_classifier.classifier.bias"):
         bare = BertModel.from_pretrained(tmp_path / "theirs")  # the body alone, heads listed as unused
-    expected = model.bert.forward(ids, types, mask).last_hidden_state
-    assert max_rel_diff(bare.forward(ids, types, mask).last_hidden_state[valid], expected[valid]) < TOL
+    expected = model.bert.forward(ids, token_type_ids=types, attention_mask=mask).last_hidden_state
+    got = bare.forward(ids, token_type_ids=types, attention_mask=mask).last_hidden_state
+    assert max_rel_diff(got[valid], expected[valid]) < TOL
 
 
 def test_shared_layer_gradient_float64():
@@ -132,7 +133,8 @@ def test_shared_layer_gradient_float64():
 
     def loss():
         model.rng = np.random.default_rng(42)
-        return model.forward(ids, types, mask, labels=labels, next_sentence_label=np.array([1, 0])).loss
+        return model.forward(ids, token_type_ids=types, attention_mask=mask, labels=labels,
+                             next_sentence_label=np.array([1, 0])).loss
 
     loss()
     model.zero_grad()

@@ -27,8 +27,14 @@ def batch(rng, B=3, T=7, vocab=40):
     return ids, types, mask
 
 
+def named(inputs):
+    """(ids, types, mask) as forward's keyword arguments (every input after input_ids is keyword-only)."""
+    ids, types, mask = inputs
+    return dict(input_ids=ids, token_type_ids=types, attention_mask=mask)
+
+
 def check_gradients(model, inputs, labels):
-    check_model_gradients(model, lambda m: m.forward(*inputs, labels=labels).loss)
+    check_model_gradients(model, lambda m: m.forward(**named(inputs), labels=labels).loss)
 
 
 @pytest.mark.parametrize("problem_type, num_labels", [
@@ -57,11 +63,11 @@ def test_backward_with_given_dlogits_matches_loss_backward():
     # backward(dlogits=...) with the cross-entropy's own gradient must give the same grads as backward().
     model = BertForSequenceClassification(tiny_config(), num_labels=3, dtype=np.float64).eval()
     inputs, labels = batch(np.random.default_rng(0)), np.array([2, 0, 1])
-    out = model.forward(*inputs, labels=labels)
+    out = model.forward(**named(inputs), labels=labels)
     model.backward()
     expected = {k: g.copy() for k, g in model.grads.items()}
     model.zero_grad()
-    logits = model.forward(*inputs).logits
+    logits = model.forward(**named(inputs)).logits
     probs = np.exp(logits - logits.max(1, keepdims=True))
     probs /= probs.sum(1, keepdims=True)
     probs[np.arange(3), labels] -= 1

@@ -69,7 +69,7 @@ def test_matches_transformers(problem_type, num_labels, hidden_act):
         labels = (rng.random((4, num_labels)) > 0.5).astype(np.float32)
         torch_labels = torch.from_numpy(labels)
 
-    out = ours.train().forward(ids, types, mask, labels=labels)
+    out = ours.train().forward(ids, token_type_ids=types, attention_mask=mask, labels=labels)
     ours.backward()
     theirs.train()
     ref = theirs(input_ids=torch.from_numpy(ids), token_type_ids=torch.from_numpy(types),

@@ -42,7 +42,7 @@ def test_matches_transformers_logits_loss_and_every_gradient(tmp_path):
     copy_weights(ours, theirs)
     ids, mask = padded(rng)
     labels = np.array([0, 2, 1, 2])
-    out = ours.forward(ids, None, mask, labels=labels)
+    out = ours.forward(ids, attention_mask=mask, labels=labels)
     ours.backward()
     ref = theirs(input_ids=torch.tensor(ids), attention_mask=torch.tensor(mask), labels=torch.tensor(labels))
     ref.loss.backward()
@@ -54,9 +54,9 @@ def test_matches_transformers_logits_loss_and_every_gradient(tmp_path):
     loaded = transformers.DistilBertForSequenceClassification.from_pretrained(tmp_path).eval()
     with torch.no_grad():
         again = loaded(input_ids=torch.tensor(ids), attention_mask=torch.tensor(mask)).logits.numpy()
-    np.testing.assert_allclose(ours.forward(ids, None, mask).logits, again, atol=2e-5)
+    np.testing.assert_allclose(ours.forward(ids, attention_mask=mask).logits, again, atol=2e-5)
     back = DistilBertForSequenceClassification.from_pretrained(tmp_path)
-    np.testing.assert_allclose(back.forward(ids, None, mask).logits, again, atol=2e-5)
+    np.testing.assert_allclose(back.forward(ids, attention_mask=mask).logits, again, atol=2e-5)
 
 
 def test_head_gradient_float64_with_dropout():
@@ -72,7 +72,7 @@ def test_head_gradient_float64_with_dropout():
 
     def loss():
         model.rng = np.random.default_rng(5)
-        return model.forward(ids, None, mask, labels=labels).loss
+        return model.forward(ids, attention_mask=mask, labels=labels).loss
 
     model.zero_grad()
     loss()

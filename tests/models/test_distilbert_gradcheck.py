@@ -30,13 +30,13 @@ def test_distilbert_mlm_gradient_with_dropout_and_extra_output_gradients():
 
     def loss():
         model.rng = np.random.default_rng(42)
-        out = model.forward(ids, None, mask, labels=labels, output_hidden_states=True)
+        out = model.forward(ids, attention_mask=mask, labels=labels, output_hidden_states=True)
         return out.loss + (R_logits * out.prediction_logits).sum() + (R_hidden * out.hidden_states[-1]).sum()
 
     loss()
     model.zero_grad()
     model.rng = np.random.default_rng(42)
-    model.forward(ids, None, mask, labels=labels, output_hidden_states=True)  # (the whole last layer: see below)
+    model.forward(ids, attention_mask=mask, labels=labels, output_hidden_states=True)  # (the whole last layer: below)
     model.backward(d_logits=R_logits, d_last_hidden_state=R_hidden)
     for name, p in model.params.items():
         err = check_grad(loss, p, model.grads[name], rng=rng, max_entries=8)

@@ -33,7 +33,7 @@ def test_discriminator_matches_electra_for_pretraining(embedding_size, act):
     assert ("electra.embeddings_project.weight" in dict(hf.named_parameters())) == (embedding_size is not None)
     copy_weights(model, hf)  # every torch parameter has its minibert twin, by name
     ids, types, mask, _, replaced = electra_batch(cfg)
-    out = model.forward(ids, types, mask, labels=replaced)
+    out = model.forward(ids, token_type_ids=types, attention_mask=mask, labels=replaced)
     model.backward()
     ref = hf(input_ids=t(ids), token_type_ids=t(types), attention_mask=t(mask), labels=t(replaced))
     ref.loss.backward()
@@ -59,4 +59,5 @@ def test_generator_matches_electra_for_masked_lm():
     with torch.no_grad():
         full = hf.eval()(input_ids=t(ids), token_type_ids=t(types), attention_mask=t(mask)).logits.numpy()
     valid = mask.astype(bool)
-    assert max_rel_diff(model.forward(ids, types, mask).prediction_logits[valid], full[valid]) < TOL
+    got = model.forward(ids, token_type_ids=types, attention_mask=mask).prediction_logits
+    assert max_rel_diff(got[valid], full[valid]) < TOL

@@ -51,7 +51,8 @@ def test_combined_step_matches_torch_with_tied_embeddings():
     model = ElectraPretrainer(cfg, seed=1)
     ids, types, mask, labels, _ = electra_batch(cfg, seed=2)
     ids = np.where(labels != -100, 4, ids)  # the generator sees masks where it must predict
-    out = model.forward(ids, types, mask, labels=labels, sample_rng=np.random.default_rng(5))
+    out = model.forward(ids, token_type_ids=types, attention_mask=mask, labels=labels,
+                        sample_rng=np.random.default_rng(5))
     model.backward(loss_scale=0.5)
     assert out.rtd_labels.sum() > 0 and out.corrupted_ids.shape == ids.shape
 
@@ -85,6 +86,6 @@ def test_combined_step_matches_torch_with_tied_embeddings():
     # the shared table really receives both models' shares: neither alone gives the sum
     w = "electra.embeddings.word_embeddings.weight"
     model.zero_grad()
-    model.forward(ids, types, mask, labels=labels, sample_rng=np.random.default_rng(5))
+    model.forward(ids, token_type_ids=types, attention_mask=mask, labels=labels, sample_rng=np.random.default_rng(5))
     model.generator.backward(0.5)
     assert max_rel_diff(model.grads[w], ref[w]) > 1e-2

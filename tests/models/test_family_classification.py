@@ -34,7 +34,7 @@ def test_classifier_parity_and_export(model_type, tmp_path):
     mask[1, 9:] = mask[2, 5:] = 0
     ids[mask == 0] = 0
     labels = np.array([0, 2, 1, 2])
-    out = ours.forward(ids, None, mask, labels=labels)
+    out = ours.forward(ids, attention_mask=mask, labels=labels)
     ours.backward()
     ref = hf(input_ids=torch.from_numpy(ids), attention_mask=torch.from_numpy(mask), labels=torch.from_numpy(labels))
     ref.loss.backward()

@@ -44,12 +44,13 @@ def test_pretraining_loss_gradient(act):
 
     def loss():
         model.rng = np.random.default_rng(42)  # the same dropout masks every call
-        return model.forward(ids, types, mask, labels=labels, next_sentence_label=nsl).loss
+        return model.forward(ids, token_type_ids=types, attention_mask=mask, labels=labels,
+                             next_sentence_label=nsl).loss
 
     loss()
     model.zero_grad()
     model.rng = np.random.default_rng(42)
-    model.forward(ids, types, mask, labels=labels, next_sentence_label=nsl)
+    model.forward(ids, token_type_ids=types, attention_mask=mask, labels=labels, next_sentence_label=nsl)
     model.backward()
     for name, p in model.params.items():
         err = check_grad(loss, p, model.grads[name], rng=rng, max_entries=12)
@@ -63,8 +64,8 @@ def test_masked_lm_gradient():
     model = BertForMaskedLM(cfg, seed=2, dtype=np.float64)
     _perturb(model, rng)
     ids, types, mask, labels = batch(cfg, rng)
-    loss = lambda: model.forward(ids, types, mask, labels=labels).loss  # noqa: E731
-    model.forward(ids, types, mask, labels=labels)
+    loss = lambda: model.forward(ids, token_type_ids=types, attention_mask=mask, labels=labels).loss  # noqa: E731
+    model.forward(ids, token_type_ids=types, attention_mask=mask, labels=labels)
     model.backward()
     for name, p in model.params.items():
         assert check_grad(loss, p, model.grads[name], rng=rng, max_entries=8) < TOL, name
@@ -79,7 +80,7 @@ def test_bert_model_backward_from_both_outputs():
     R1, R2 = rng.standard_normal((2, 7, 12)), rng.standard_normal((2, 12))
 
     def f():
-        out = model.forward(ids, types, mask)
+        out = model.forward(ids, token_type_ids=types, attention_mask=mask)
         return float((out.last_hidden_state * R1).sum() + (out.pooler_output * R2).sum())
 
     f()
@@ -93,10 +94,10 @@ def test_gradients_accumulate_and_zero():
     rng = np.random.default_rng(5)
     model = BertForPreTraining(cfg, dtype=np.float64)
     ids, types, mask, labels = batch(cfg, rng)
-    model.forward(ids, types, mask, labels=labels)
+    model.forward(ids, token_type_ids=types, attention_mask=mask, labels=labels)
     model.backward()
     once = {k: g.copy() for k, g in model.grads.items()}
-    model.forward(ids, types, mask, labels=labels)
+    model.forward(ids, token_type_ids=types, attention_mask=mask, labels=labels)
     model.backward(loss_scale=0.5)
     for k in once:
         np.testing.assert_allclose(model.grads[k], 1.5 * once[k], rtol=1e-10, atol=1e-14)
@@ -116,10 +117,10 @@ def test_pretraining_gradient_with_separate_mlm_and_nsp_weights():
     a, b = 0.5, 0.3
 
     def loss():
-        out = model.forward(ids, types, mask, labels=labels, next_sentence_label=nsl)
+        out = model.forward(ids, token_type_ids=types, attention_mask=mask, labels=labels, next_sentence_label=nsl)
         return b * out.mlm_loss + a * out.nsp_loss
 
-    model.forward(ids, types, mask, labels=labels, next_sentence_label=nsl)
+    model.forward(ids, token_type_ids=types, attention_mask=mask, labels=labels, next_sentence_label=nsl)
     model.backward(loss_scale=a, mlm_scale=b)
     for name, p in model.params.items():
         assert check_grad(loss, p, model.grads[name], rng=rng, max_entries=8) < TOL, name

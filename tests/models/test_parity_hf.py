@@ -58,7 +58,7 @@ def test_full_logits_without_labels_and_bert_model_outputs():
     hf = transformers.BertForPreTraining(hf_config(cfg)).eval()
     copy_weights(model, hf)
     ids, types, mask, _, _ = make_batch(cfg, seed=1)
-    out = model.forward(ids, types, mask, output_attentions=True)
+    out = model.forward(ids, token_type_ids=types, attention_mask=mask, output_attentions=True)
     with torch.no_grad():
         ref = hf(input_ids=t(ids), token_type_ids=t(types), attention_mask=t(mask), output_attentions=True)
     assert out.prediction_logits.shape == (4, 16, cfg.vocab_size)
@@ -71,7 +71,7 @@ def test_full_logits_without_labels_and_bert_model_outputs():
     bare = BertModel(cfg, seed=2).eval()
     hf_bare = transformers.BertModel(hf_config(cfg)).eval()
     copy_weights(bare, hf_bare)
-    o = bare.forward(ids, types, mask)
+    o = bare.forward(ids, token_type_ids=types, attention_mask=mask)
     with torch.no_grad():
         r = hf_bare(input_ids=t(ids), token_type_ids=t(types), attention_mask=t(mask))
     assert max_rel_diff(o.last_hidden_state[valid], r.last_hidden_state.numpy()[valid]) < TOL
@@ -84,7 +84,7 @@ def test_masked_lm_loss_and_gradients():
     hf = transformers.BertForMaskedLM(hf_config(cfg)).train()
     copy_weights(model, hf)
     ids, types, mask, labels, _ = make_batch(cfg, seed=2)
-    out = model.forward(ids, types, mask, labels=labels)
+    out = model.forward(ids, token_type_ids=types, attention_mask=mask, labels=labels)
     model.backward()
     ref = hf(input_ids=t(ids), token_type_ids=t(types), attention_mask=t(mask), labels=t(labels))
     ref.loss.backward()
@@ -118,7 +118,7 @@ def test_float64_parity_is_exact_to_rounding():
     hf = transformers.BertForPreTraining(hf_config(cfg)).double().train()
     copy_weights(model, hf)
     ids, types, mask, labels, nsl = make_batch(cfg, seed=4)
-    out = model.forward(ids, types, mask, labels=labels, next_sentence_label=nsl)
+    out = model.forward(ids, token_type_ids=types, attention_mask=mask, labels=labels, next_sentence_label=nsl)
     model.backward()
     ref = hf(input_ids=t(ids), token_type_ids=t(types), attention_mask=t(mask), labels=t(labels),
              next_sentence_label=t(nsl))
@@ -145,7 +145,7 @@ def test_ten_adamw_steps_match_torch(gelu_kernel):
     for step in range(steps):
         ids, types, mask, labels, nsl = make_batch(cfg, seed=100 + step % 2)  # two batches, alternating
         model.zero_grad()
-        out = model.forward(ids, types, mask, labels=labels, next_sentence_label=nsl)
+        out = model.forward(ids, token_type_ids=types, attention_mask=mask, labels=labels, next_sentence_label=nsl)
         model.backward()
         norm = clip_grad_norm(model.grads, clip)
         opt.step(lr=linear_warmup_decay(step, lr, warmup, steps))

@@ -33,7 +33,7 @@ def step(model, seed):
     ids, mask, labels = batch(model.config.vocab_size, seed)
     model.zero_grad()
     # (ELECTRA samples its replacements from the model's own generator, between the two models' dropout draws)
-    out = model.forward(ids, None, mask, labels=labels)
+    out = model.forward(ids, attention_mask=mask, labels=labels)
     model.backward()
     return out.loss
 
@@ -55,6 +55,34 @@ def test_recompute_gives_the_same_bits(family, monkeypatch):
     encoders = {id(m) for m, _ in recomputed}
     assert len(encoders) == (2 if isinstance(again, ElectraPretrainer) else 1)
     assert len(recomputed) == 2 * again.config.num_hidden_layers * len(encoders)
+
+
+def test_a_forward_whose_layer_caches_are_dropped_skips_the_gelu_derivative(gelu_kernel, monkeypatch):
+    """With recompute (a step's first pass, and forward_only's evaluations and inference) no backward reads the
+    layers' caches, so their GELU computes no derivative; the backward's recompute pass does. Same numbers."""
+    from minibert.layers import activations
+    from minibert.models.base import forward_only
+    gelu, gelu_backward = activations.ACTIVATIONS["gelu"]
+    derivatives = []  # per encoder-layer GELU (F = intermediate_size): was its derivative computed?
+
+    def recording(x, for_backward=True):
+        out, cache = gelu(x, for_backward)
+        if x.shape[-1] == SIZES["intermediate_size"]:  # (not the MLM head's GELU, of width H)
+            derivatives.append(cache is not None)
+        return out, cache
+    monkeypatch.setitem(activations.ACTIVATIONS, "gelu", (recording, gelu_backward))
+    plain, again = FAMILIES["bert"](), FAMILIES["bert"]()
+    again.set_recompute(True)
+    L = SIZES["num_hidden_layers"]
+    assert step(plain, 0) == step(again, 0)
+    assert derivatives == [True] * L + [False] * L + [True] * L  # plain; recompute: forward, then backward
+    derivatives.clear()
+    ids, mask, _ = batch(SIZES["vocab_size"], 1)
+    with forward_only(plain):
+        inferred = plain.forward(ids, attention_mask=mask).prediction_logits
+    assert derivatives == [False] * L
+    plain.eval()
+    np.testing.assert_array_equal(inferred, plain.forward(ids, attention_mask=mask).prediction_logits)
 
 
 def _bytes_held(obj, seen):
@@ -82,7 +110,7 @@ def test_recompute_keeps_only_the_layer_inputs():
     held = {}
     for recompute in (False, True):
         model = BertForPreTraining(cfg, seed=0).set_recompute(recompute)
-        model.forward(ids, None, mask)
+        model.forward(ids, attention_mask=mask)
         layers = model.bert._cache[2]  # (c_emb, c_proj, c_layers, ...): what the encoder keeps per layer
         held[recompute] = _bytes_held(layers, set())
     inputs = cfg.num_hidden_layers * 4 * 64 * 32 * 4  # L inputs of (B, T, H) float32

@@ -88,7 +88,7 @@ def test_checkpoints_load_in_transformers_and_back(model_type, tmp_path):
     hf.eval()
     with torch.no_grad():
         ref = hf(input_ids=t(ids), token_type_ids=t(types), attention_mask=t(mask)).logits.numpy()
-    ours = model.forward(ids, types, mask).prediction_logits
+    ours = model.forward(ids, token_type_ids=types, attention_mask=mask).prediction_logits
     valid = mask.astype(bool)
     assert max_rel_diff(ours[valid], ref[valid]) < TOL
 
@@ -97,7 +97,8 @@ def test_checkpoints_load_in_transformers_and_back(model_type, tmp_path):
     assert back.config.model_type == model_type
     auto = transformers.AutoModelForMaskedLM.from_pretrained(tmp_path / "ours")  # config.json names the class
     assert type(auto).__name__ == HF_MLM[model_type]
-    assert max_rel_diff(back.forward(ids, types, mask).prediction_logits[valid], ref[valid]) < TOL
+    got = back.forward(ids, token_type_ids=types, attention_mask=mask).prediction_logits
+    assert max_rel_diff(got[valid], ref[valid]) < TOL
     for name in back.params:
         np.testing.assert_array_equal(back.params[name], model.params[name], err_msg=name)
 
@@ -113,7 +114,7 @@ def test_pre_ln_and_roberta_positions_gradient_float64():
 
     def loss():
         model.rng = np.random.default_rng(42)
-        return model.forward(ids, None, mask, labels=labels).loss
+        return model.forward(ids, attention_mask=mask, labels=labels).loss
 
     loss()
     model.zero_grad()

@@ -52,7 +52,7 @@ def run(model, sparse, with_nsp, shapes):
     ids, mask, labels = batch(model.config.vocab_size)
     model.zero_grad()
     nsp = dict(next_sentence_label=np.array([0, 1, 1])) if with_nsp else {}
-    out = model.forward(ids, None, mask, labels=labels, **nsp)
+    out = model.forward(ids, attention_mask=mask, labels=labels, **nsp)
     model.backward()
     return out, {k: g.copy() for k, g in model.grads.items()}, list(shapes)
 
@@ -82,9 +82,9 @@ def test_the_sparse_last_layer_is_on_by_default_and_off_where_all_positions_are_
     model = FAMILIES["bert masked LM"][0]()
     assert model.sparse_last_layer
     ids, mask, labels = batch(model.config.vocab_size)
-    out = model.forward(ids, None, mask, labels=labels, output_hidden_states=True)
+    out = model.forward(ids, attention_mask=mask, labels=labels, output_hidden_states=True)
     assert out.hidden_states[-1].shape == (3, 11, model.config.hidden_size)  # the whole last layer
-    assert model.forward(ids, None, mask).logits.shape == (3, 11, model.config.vocab_size)  # no labels: everywhere
+    assert model.forward(ids, attention_mask=mask).logits.shape == (3, 11, model.config.vocab_size)  # no labels
 
 
 def test_a_gradient_for_the_whole_last_hidden_state_needs_the_whole_last_layer():
@@ -93,11 +93,11 @@ def test_a_gradient_for_the_whole_last_hidden_state_needs_the_whole_last_layer()
     model = FAMILIES["bert masked LM"][0]()
     ids, mask, labels = batch(model.config.vocab_size)
     d_hidden = np.ones((3, 11, model.config.hidden_size))
-    model.forward(ids, None, mask, labels=labels)
+    model.forward(ids, attention_mask=mask, labels=labels)
     with pytest.raises(ValueError, match=r"d_last_hidden_state has shape \(3, 11, 24\), expected \(7, 24\).*"
                                          r"output_hidden_states=True"):
         model.backward(d_last_hidden_state=d_hidden)
-    model.forward(ids, None, mask, labels=labels, output_hidden_states=True)
+    model.forward(ids, attention_mask=mask, labels=labels, output_hidden_states=True)
     model.backward(d_last_hidden_state=d_hidden)  # fine
 
 
@@ -106,13 +106,13 @@ def test_switching_it_off_reaches_the_models_inside_electras_pretrainer(monkeypa
     model = ElectraPretrainer(BertConfig(**SIZES, embedding_size=16), seed=3)
     shapes = record_layer_output_shapes(monkeypatch)
     ids, mask, labels = batch(model.config.vocab_size)
-    model.forward(ids, None, mask, labels=labels)
+    model.forward(ids, attention_mask=mask, labels=labels)
     generator_last = [s for s in shapes if len(s) == 2]
     assert generator_last == [(7, model.gen_config.hidden_size)]  # the generator's last layer at the 7 rows
     model.sparse_last_layer = False
     assert not model.generator.sparse_last_layer and not model.discriminator.sparse_last_layer
     shapes.clear()
-    model.forward(ids, None, mask, labels=labels)
+    model.forward(ids, attention_mask=mask, labels=labels)
     assert all(len(s) == 3 for s in shapes)
 
 
@@ -120,16 +120,16 @@ def test_the_encoders_rows_are_checked():
     model = FAMILIES["bert masked LM"][0]()
     ids, mask, _ = batch(model.config.vocab_size)
     with pytest.raises(ValueError, match=r"rows must be flat indices into the 3 x 11 batch, in 0\.\.32"):
-        model.bert.forward(ids, None, mask, rows=np.array([0, 33]))
+        model.bert.forward(ids, attention_mask=mask, rows=np.array([0, 33]))
     with pytest.raises(ValueError, match=r"rows must be flat indices into B\*T or \"cls\", got 'CLS'"):
-        model.bert.forward(ids, None, mask, rows="CLS")
+        model.bert.forward(ids, attention_mask=mask, rows="CLS")
     with pytest.raises(ValueError, match="rows must be integer flat indices into B\\*T, got dtype bool"):
-        model.bert.forward(ids, None, mask, rows=np.ones(33, dtype=bool))
+        model.bert.forward(ids, attention_mask=mask, rows=np.ones(33, dtype=bool))
     with pytest.raises(ValueError, match="output_hidden_states"):
-        model.bert.forward(ids, None, mask, output_hidden_states=True, rows=np.array([0, 5]))
-    out = model.bert.forward(ids, None, mask, rows=np.array([7, 2, 7]))  # sorted and made distinct
+        model.bert.forward(ids, attention_mask=mask, output_hidden_states=True, rows=np.array([0, 5]))
+    out = model.bert.forward(ids, attention_mask=mask, rows=np.array([7, 2, 7]))  # sorted and made distinct
     np.testing.assert_array_equal(out.rows, [2, 7])
-    full = model.bert.forward(ids, None, mask).last_hidden_state.reshape(33, -1)
+    full = model.bert.forward(ids, attention_mask=mask).last_hidden_state.reshape(33, -1)
     np.testing.assert_allclose(out.last_hidden_state, full[[2, 7]], rtol=1e-12)
 
 
@@ -150,7 +150,7 @@ def test_a_classifier_runs_its_last_layer_at_cls_only_with_the_same_numbers(fami
         shapes.clear()
         model.zero_grad()
         model.rng = np.random.default_rng(7)  # the same classifier dropout (DistilBERT's seq_classif_dropout)
-        out = model.forward(ids, None, mask, labels=np.array([0, 2, 1]))
+        out = model.forward(ids, attention_mask=mask, labels=np.array([0, 2, 1]))
         model.backward()
         results[sparse] = out, {k: g.copy() for k, g in model.grads.items()}, list(shapes)
     (dense_out, dense_grads, dense_shapes), (sparse_out, sparse_grads, sparse_shapes) = results[False], results[True]
@@ -163,8 +163,8 @@ def test_a_classifier_runs_its_last_layer_at_cls_only_with_the_same_numbers(fami
     assert sparse_shapes == [(3, 11, H)] * (L - 1) + [(3, H)]  # one row per sequence: its [CLS]
     # a single sequence given as a 1-D array, and hidden states asked for (the whole last layer); no dropout
     model.eval()
-    logits = model.forward(ids, None, mask).logits
+    logits = model.forward(ids, attention_mask=mask).logits
     np.testing.assert_allclose(model.forward(ids[0]).logits, logits[:1], rtol=1e-11)  # row 0 has no padding
-    out = model.forward(ids, None, mask, output_hidden_states=True)
+    out = model.forward(ids, attention_mask=mask, output_hidden_states=True)
     assert out.hidden_states[-1].shape == (3, 11, H)
     np.testing.assert_allclose(out.logits, logits, rtol=1e-12)

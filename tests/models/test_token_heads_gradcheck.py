@@ -23,7 +23,8 @@ def test_token_classification_gradients():
     labels[mask == 0] = -100  # padding
     labels[:, 0] = -100  # [CLS]
     labels[0, 3] = -100  # a non-first word piece
-    check_model_gradients(model, lambda m: m.forward(ids, types, mask, labels=labels).loss)
+    check_model_gradients(model, lambda m: m.forward(ids, token_type_ids=types, attention_mask=mask,
+                                                     labels=labels).loss)
 
 
 def test_question_answering_gradients():
@@ -32,13 +33,14 @@ def test_question_answering_gradients():
     ids, types, mask = batch(np.random.default_rng(0))
     # Row 2's end lies beyond the sequence: clipped to T, ignored (only its start counts).
     start, end = np.array([1, 4, 0]), np.array([2, 5, 99])
-    check_model_gradients(model, lambda m: m.forward(ids, types, mask, start_positions=start, end_positions=end).loss)
+    check_model_gradients(model, lambda m: m.forward(ids, token_type_ids=types, attention_mask=mask,
+                                                     start_positions=start, end_positions=end).loss)
 
 
 def test_all_ignored_gives_zero_loss_and_zero_head_gradient():
     model = BertForTokenClassification(tiny_config(), num_labels=3, dtype=np.float64).eval()
     ids, types, mask = batch(np.random.default_rng(0))
-    out = model.forward(ids, types, mask, labels=np.full(ids.shape, -100))
+    out = model.forward(ids, token_type_ids=types, attention_mask=mask, labels=np.full(ids.shape, -100))
     model.backward()
     assert out.loss == 0.0 and not model.grads["classifier.weight"].any()
 
@@ -51,7 +53,7 @@ def test_token_labels_checked(bad, message):
     model = BertForTokenClassification(tiny_config(), num_labels=3)
     ids, types, mask = batch(np.random.default_rng(0))
     with pytest.raises(ValueError, match=message):
-        model.forward(ids, types, mask, **bad)
+        model.forward(ids, token_type_ids=types, attention_mask=mask, **bad)
 
 
 def test_question_answering_positions_checked():

@@ -57,7 +57,7 @@ def test_token_classification_matches_transformers(num_labels, hidden_act):
     labels[:, 0] = -100
     labels[rng.random(ids.shape) < 0.2] = -100  # non-first pieces of words
 
-    out = ours.train().forward(ids, types, mask, labels=labels)
+    out = ours.train().forward(ids, token_type_ids=types, attention_mask=mask, labels=labels)
     ours.backward()
     ref = theirs(**torch_inputs(ids, types, mask), labels=torch.from_numpy(labels))
     ref.loss.backward()
@@ -75,7 +75,7 @@ def test_question_answering_matches_transformers():
     start = np.array([3, 40, -2, 5])
     end = np.array([6, 41, 2, 16])
 
-    out = ours.train().forward(ids, types, mask, start_positions=start, end_positions=end)
+    out = ours.train().forward(ids, token_type_ids=types, attention_mask=mask, start_positions=start, end_positions=end)
     ours.backward()
     ref = theirs(**torch_inputs(ids, types, mask), start_positions=torch.from_numpy(start),
                  end_positions=torch.from_numpy(end))
@@ -98,7 +98,7 @@ def outputs(model, ids, types, mask):
         with torch.no_grad():
             r = model(**torch_inputs(ids, types, mask))
         return {k: r[k].numpy() for k in ("logits", "start_logits", "end_logits") if k in r}
-    r = model(ids, types, mask)
+    r = model(ids, token_type_ids=types, attention_mask=mask)
     return {k: r[k] for k in ("logits", "start_logits", "end_logits") if k in r}
 
 

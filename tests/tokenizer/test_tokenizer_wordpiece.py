@@ -176,7 +176,7 @@ def test_bad_vocabularies(tmp_path):
     with pytest.raises(FileNotFoundError):
         WordPieceTokenizer.from_pretrained(tmp_path / "missing")
     (tmp_path / "nothing").mkdir()
-    with pytest.raises(FileNotFoundError, match="neither vocab.txt nor tokenizer.json"):
+    with pytest.raises(FileNotFoundError, match="no vocab.txt or tokenizer.json in this folder"):
         WordPieceTokenizer.from_pretrained(tmp_path / "nothing")
 
 

@@ -58,8 +58,8 @@ def test_evaluation_keeps_no_layer_activations_and_leaves_the_model_as_it_was():
     assert model.training and not model.recompute
     layers = model.bert._cache[2]  # per layer: its input and dropout state only, not the layer's cache
     assert all(len(entry) == 6 and entry[0].ndim == 3 for entry in layers)  # (input, generator, state, ...)
-    by_hand = model.eval().forward(batches[0]["input_ids"], batches[0]["token_type_ids"],
-                                   batches[0]["attention_mask"], labels=batches[0]["labels"])
+    by_hand = model.eval().forward(batches[0]["input_ids"], token_type_ids=batches[0]["token_type_ids"],
+                                   attention_mask=batches[0]["attention_mask"], labels=batches[0]["labels"])
     assert len(model.bert._cache[2][0]) > 5  # the same forward without recompute keeps the layer's cache
     first = evaluate(model, batches[:1], use_nsp=False)
     assert first["mlm_loss"] == float(by_hand.mlm_loss) and metrics["masked_tokens"] > first["masked_tokens"]

@@ -75,7 +75,7 @@ def test_checkpoint_loads_in_transformers_with_the_same_outputs(trained):
     theirs = transformers.BertForPreTraining.from_pretrained(ckpt).eval()
     ids = np.array([[2, 10, 11, 12, 4, 13, 3, 20, 21, 3]])
     types = np.array([[0] * 7 + [1] * 3])
-    out = ours.forward(ids, types)
+    out = ours.forward(ids, token_type_ids=types)
     with torch.no_grad():
         ref = theirs(input_ids=torch.tensor(ids), token_type_ids=torch.tensor(types))
     np.testing.assert_allclose(out.prediction_logits, ref.prediction_logits.numpy(), atol=2e-4, rtol=1e-4)

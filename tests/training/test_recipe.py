@@ -72,7 +72,8 @@ def test_unigram_output_bias_ranks_tokens_by_their_training_frequency(data_and_s
 
     def loss(m):
         b = eval_batches[0]
-        return float(m.forward(b["input_ids"], b["token_type_ids"], b["attention_mask"], labels=b["labels"]).loss)
+        return float(m.forward(b["input_ids"], token_type_ids=b["token_type_ids"], attention_mask=b["attention_mask"],
+                               labels=b["labels"]).loss)
 
     assert loss(zero_model) == pytest.approx(np.log(V), abs=0.3)
     assert loss(model) < loss(zero_model) - 0.5  # (2.1 nats on the wiki corpus)
@@ -91,9 +92,9 @@ def test_zero_bias_and_resumed_models_keep_their_bias(data_and_settings):
 
 
 def test_bad_recipe_options_are_refused_in_one_line():
-    with pytest.raises(ValueError, match="--output-bias must be one of zero, unigram"):
+    with pytest.raises(ValueError, match=r"output_bias \(--output-bias\) must be one of zero, unigram"):
         PretrainSettings(output_bias="uniform").validate()
-    with pytest.raises(ValueError, match="--beta1/--beta2"):
+    with pytest.raises(ValueError, match=r"betas \(--beta2\) must be in \[0, 1\)"):
         PretrainSettings(betas=(0.9, 1.0)).validate()
 
 

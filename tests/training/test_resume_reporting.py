@@ -5,6 +5,7 @@ names the run folder by its absolute path however it was given."""
 import json
 import os
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -49,6 +50,14 @@ def test_resume_of_a_finished_run_says_so_and_leaves_it_alone(tmp_path, corpus, 
     assert summary == json.loads((run / "summary.json").read_text()) and len(said) == 1
     assert _snapshot(run) == before
 
+    # every rank of a job (MPI, --procs) finds the run finished; rank 0 alone says so
+    said = {0: [], 1: []}
+    for rank in (0, 1):
+        got = pretrain(tiny_settings(corpus, tmp_path / "runs", name="done", **OPTIONS), resume_checkpoint=checkpoint,
+                       run_dir=run, log=said[rank].append, comm=SimpleNamespace(rank=rank, size=2, is_root=rank == 0))
+        assert (got is not None) == (rank == 0)
+    assert len(said[0]) == 1 and "nothing to resume" in said[0][0] and said[1] == []
+
 
 def test_a_run_whose_summary_was_never_written_is_still_resumed_to_write_it(tmp_path, corpus, capsys):
     pretrain(tiny_settings(corpus, tmp_path / "runs", name="nosummary", **OPTIONS), log=lambda *a: None)
@@ -88,3 +97,9 @@ def test_a_new_run_given_a_relative_runs_dir_is_summarised_with_its_absolute_pat
     assert "session" not in summary  # a run in one session: its numbers are all this session's
     done = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("done:"))
     assert "this session" not in done
+
+
+def test_nothing_to_resume_counts_its_steps_in_words(tmp_path):
+    from minibert.training.run_dir import nothing_to_resume
+    assert "already finished its 1 step; nothing to resume" in nothing_to_resume(tmp_path, {"steps": 1})
+    assert "already finished its 1,200 steps; nothing to resume" in nothing_to_resume(tmp_path, {"steps": 1200})

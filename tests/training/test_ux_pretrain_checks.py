@@ -40,13 +40,13 @@ def one_error(capsys, code, message):
 
 
 @pytest.mark.parametrize("extra,message", [
-    (["--runs-dir", "{tmp}/file.txt"], "--runs-dir {tmp}/file.txt: {tmp}/file.txt is a file"),
-    (["--runs-dir", "{tmp}/file.txt/sub"], "--runs-dir {tmp}/file.txt/sub: {tmp}/file.txt is a file"),
+    (["--runs-dir", "{tmp}/file.txt"], "runs_dir (--runs-dir) {tmp}/file.txt: {tmp}/file.txt is a file"),
+    (["--runs-dir", "{tmp}/file.txt/sub"], "runs_dir (--runs-dir) {tmp}/file.txt/sub: {tmp}/file.txt is a file"),
     (["--config", "{tmp}/bad.json"], "bad.json: not valid JSON"),
     (["--config", "{tmp}/factorised.json"], "model_type 'bert' has no projection E -> H: only ALBERT's"),
-    (["--tokenizer", "{tmp}/nowhere"], "--tokenizer {tmp}/nowhere"),
-    (["--weight-decay", "-1"], "--weight-decay must be >= 0"),
-    (["--clip", "-1"], "--clip must be >= 0"),
+    (["--tokenizer", "{tmp}/nowhere"], "tokenizer (--tokenizer) {tmp}/nowhere"),
+    (["--weight-decay", "-1"], "weight_decay (--weight-decay) must be >= 0"),
+    (["--clip", "-1"], "clip (--clip) must be >= 0"),
 ])
 def test_bad_input_is_refused_before_the_data_is_read(tmp, capsys, extra, message):
     # The corpus does not exist: an error about it would mean the data preparation started first.
@@ -69,7 +69,7 @@ def test_a_checkpointless_run_is_replaced_and_a_run_with_a_checkpoint_is_kept(tm
     # Now it has a checkpoint: refused before the corpus is read, pointing at --resume.
     code = main(["pretrain", "--corpus", str(tmp / "missing.txt"), *FAST, "--runs-dir", str(tmp / "runs"),
                  "--name", "s1"])
-    one_error(capsys, code, f"resume it with --resume {run}")
+    one_error(capsys, code, f"resume it with --resume {run} (in Python: resume=\"{run}\" in the settings)")
 
 
 def test_a_checkpointless_run_that_is_still_going_is_not_replaced(tmp):
@@ -186,17 +186,17 @@ def test_distill_checks_seq_len_against_the_teacher_and_names_its_options(tmp, c
     settings = DistillSettings(teacher=str(teacher), seq_len=100, runs_dir=str(tmp / "runs"))
     check_before_data(settings)  # 100 > the 64 positions of 'mini', which a distillation does not use
     assert settings.to_dict()["config"] is None  # settings.json claims no --config
-    with pytest.raises(ValueError, match="--seq-len 200 is longer than the 128 tokens the teacher's"):
+    with pytest.raises(ValueError, match=r"seq_len \(--seq-len\) 200 is longer than the 128 tokens the teacher's"):
         check_before_data(DistillSettings(teacher=str(teacher), seq_len=200))
     common = ["--corpus", str(tmp / "missing.txt"), "--steps", "2", "--quiet", "--procs", "1"]
     one_error(capsys, main(["distill", "--teacher", str(tmp / "gone"), *common]), f"--teacher {tmp / 'gone'}: no such")
     one_error(capsys, main(["distill", "--teacher", str(teacher), "--mode", "hidden", "--alpha-ce", "3", *common]),
-              "--alpha-ce weighs a loss on the teacher's MLM predictions, which --mode hidden does not use")
+              "alpha_ce (--alpha-ce) weighs a loss on the teacher's MLM predictions, which mode (--mode) hidden does not use")
 
 
 @pytest.mark.parametrize("extra,message", [
     (["pretrain", "--config", "{tmp}/bad.json"], "bad.json: not valid JSON"),
-    (["pretrain", "--weight-decay", "-1"], "--weight-decay must be >= 0"),
+    (["pretrain", "--weight-decay", "-1"], "weight_decay (--weight-decay) must be >= 0"),
     (["distill", "--resume", "{tmp}/runs/p"], "a minibert pretrain run, not a distill run"),
 ])
 def test_two_processes_say_an_error_once(tmp, extra, message):
