@@ -119,8 +119,9 @@ class SentenceEncoder:
         return cls(model, tokenizer, max_length=max_length, normalize=normalize)
 
     def save_pretrained(self, folder) -> Path:
-        """Write the model (config.json, model.safetensors), the tokenizer (vocab.txt, tokenizer_config.json) and
-        sentence_bert_config.json (max_seq_length), so `from_pretrained(folder)` gives back this encoder."""
+        """Write the model (config.json, model.safetensors), the tokenizer (vocab.txt, tokenizer.json,
+        tokenizer_config.json) and sentence_bert_config.json (max_seq_length), so `from_pretrained(folder)` gives back
+        this encoder."""
         from minibert.io.atomic import atomic_write_text
         folder = Path(folder)
         self.model.save_pretrained(folder)

@@ -17,6 +17,7 @@ import numpy as np
 
 from minibert.layers.attention import softmax_forward
 from minibert.layers.loss import IGNORE_INDEX
+from minibert.models.base import forward_only
 
 
 class FillMask:
@@ -107,10 +108,8 @@ def fill_mask(model, tokenizer, text: str, top_k: int = 5) -> list[list[dict]]:
     # Labels at the [MASK] positions make the model run its decoder only there: logits (M, V).
     labels = np.full((1, len(ids)), IGNORE_INDEX, dtype=np.int64)
     labels[0, positions] = ids[positions]
-    was_training = model.training
-    model.eval()
-    out = model.forward(ids[None, :], token_type_ids=np.zeros((1, len(ids)), dtype=np.int64), labels=labels)
-    model.train(was_training)
+    with forward_only(model):  # eval mode, no activations kept; the caller's mode is back afterwards, error or not
+        out = model.forward(ids[None, :], token_type_ids=np.zeros((1, len(ids)), dtype=np.int64), labels=labels)
     logits = out.prediction_logits.astype(np.float64)  # (M, V)
     probs = softmax_forward(logits)  # (M, V), in place on the float64 copy
     # Only the tokenizer's ordinary tokens can be guessed: not [PAD], [CLS], [SEP], [MASK], [UNK], nor ids of a model

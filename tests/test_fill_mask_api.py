@@ -53,3 +53,16 @@ def test_a_model_and_tokenizer_given_the_wrong_way_round_say_so(call):
     with pytest.raises(TypeError, match="model must be a minibert model .*got None"):
         call(None, TOK)
     assert call(model, TOK)  # the right order still fills in the [MASK]
+
+
+def test_the_callers_training_mode_is_back_after_an_error_too():
+    model = BertForMaskedLM(config(10), seed=0)
+    model.train()
+    assert fill_mask(model, TOK, "hello [MASK].") and model.training
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("the forward broke")
+    model.forward = broken
+    with pytest.raises(RuntimeError, match="the forward broke"):
+        fill_mask(model, TOK, "hello [MASK].")
+    assert model.training

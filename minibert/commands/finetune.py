@@ -280,7 +280,7 @@ def _run_sequence(args, comm) -> int:
 
     # ---- train; the best epoch is saved as it happens, so an interrupted run still leaves a model, with what
     # `minibert predict` needs to read texts as training did
-    record = {"max_length": max_length, "text_pairs": train.text_pairs is not None}
+    record = {"task_type": "sequence", "max_length": max_length, "text_pairs": train.text_pairs is not None}
     result = train_classifier(model, encoded["train"], y["train"], encoded.get("eval"), y.get("eval"), label_names,
                               settings, pad_id, on_best=best_model_saver(args, out, tokenizer, comm, record), log=log,
                               comm=comm)

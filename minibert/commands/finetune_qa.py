@@ -135,7 +135,7 @@ def run_qa(args, comm) -> int:
         return metrics
 
     # what `minibert predict` needs to cut windows and answers as here (and whether "no answer" is an answer)
-    record = {"max_length": L, "doc_stride": stride, "max_answer_length": max_answer_length,
+    record = {"task_type": "qa", "max_length": L, "doc_stride": stride, "max_answer_length": max_answer_length,
               "squad_version": "2.0" if v2 else "1.1"}
     starts = np.array([w.start_position for w in windows["train"]], dtype=np.int64)
     ends = np.array([w.end_position for w in windows["train"]], dtype=np.int64)

@@ -59,11 +59,13 @@ def setup_training(args, task_type):
 
 def default_max_length(config, checkpoint, task_type) -> tuple[int, str]:
     """(max length, where it comes from) of a run without --max-length: the length the starting model was
-    fine-tuned with, when minibert fine-tuned it (its config.json's record, as `minibert predict` reads it too),
-    else DEFAULT_MAX_LENGTH (384 for qa); never more than the model's positions."""
+    fine-tuned with, when minibert fine-tuned it for the same task type (its config.json's record, as `minibert
+    predict` reads it too; a classifier's 128 tokens are no length for QA windows), else DEFAULT_MAX_LENGTH (384
+    for qa); never more than the model's positions."""
     from minibert.commands.finetune import DEFAULT_MAX_LENGTH
-    from minibert.finetune.loading import finetuning_record
-    recorded = finetuning_record(config).get("max_length")
+    from minibert.finetune.loading import finetuning_record, recorded_task_type
+    record = finetuning_record(config)
+    recorded = record.get("max_length") if recorded_task_type(record) == task_type else None
     if isinstance(recorded, int) and recorded > 0:
         return min(recorded, config.max_tokens), (f"the length {checkpoint} was fine-tuned with, recorded in its "
                                                   f"config.json; --max-length N to change it")

@@ -105,7 +105,8 @@ def run_tokens(args, comm) -> int:
     labelled = np.array([int((y != IGNORE_INDEX).sum()) for y in train_labels])  # (N,) the loss's terms
     result = fit(model, encoded["train"].encoded, lambda chosen, T: {"labels": padded_labels(train_labels, chosen, T)},
                  lambda: evaluate("eval"), settings, pad_id, headline=("f1", "token_accuracy"),
-                 on_best=best_model_saver(args, out, tokenizer, comm, {"max_length": settings.max_length}),
+                 on_best=best_model_saver(args, out, tokenizer, comm,
+                                          {"task_type": "tokens", "max_length": settings.max_length}),
                  log=log, comm=comm,
                  loss_terms=lambda chosen: int(labelled[chosen].sum()))  # (the loss: a mean over labelled tokens)
     if not comm.is_root:  # (--procs: rank 0 tests, reports and writes)

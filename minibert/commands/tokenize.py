@@ -16,8 +16,9 @@ def add_arguments(parser):
         "Print the pieces and ids a tokenizer gives a text: [CLS] text [SEP] (or [CLS] text [SEP] pair [SEP]). "
         "'##' marks a piece that continues the word before it.")
     parser.add_argument("--tokenizer", required=True, metavar="DIR",
-                        help="a folder with vocab.txt (+ tokenizer_config.json), e.g. a BERT checkpoint; a vocab.txt "
-                             "file; a pre-training run folder; or 'minilm' (the built-in all-MiniLM-L6-v2)")
+                        help="a folder with vocab.txt or tokenizer.json (+ tokenizer_config.json), e.g. a BERT "
+                             "checkpoint; a vocab.txt file; a pre-training run folder; or 'minilm' (the built-in "
+                             "all-MiniLM-L6-v2)")
     parser.add_argument("text", help="the text to tokenize ('-' reads it from standard input)")
     parser.add_argument("--pair", default=None, metavar="TEXT", help="a second text (segment B)")
     parser.add_argument("--max-length", type=int, default=None,

@@ -16,8 +16,8 @@ def add_arguments(parser):
     parser.description = (
         "Learn a WordPiece vocabulary (special tokens, characters, then merged pieces: by default the most "
         "frequent pair, as Hugging Face's WordPieceTrainer does) from text files, and write the tokenizer's "
-        "files (vocab.txt, tokenizer_config.json) to --out. The folder loads in minibert and in Hugging Face's "
-        "BertTokenizerFast.from_pretrained.")
+        "files (vocab.txt, tokenizer.json, tokenizer_config.json) to --out. The folder loads in minibert and in "
+        "Hugging Face's BertTokenizerFast.from_pretrained.")
     parser.add_argument("--corpus", nargs="+", required=True, metavar="FILE_OR_DIR",
                         help="UTF-8 text files, .jsonl files (the --text-field of each record), .gz of either, or "
                              "folders (every file inside, recursively); the formats pretrain reads")

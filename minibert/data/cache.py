@@ -60,7 +60,8 @@ def atomic_folder(target: Path) -> Iterator[Path]:
 
 
 def tokenizer_fingerprint(tokenizer) -> str:
-    """A hash of the files the tokenizer saves (vocab.txt, tokenizer_config.json): same files, same ids."""
+    """A hash of the files the tokenizer saves (vocab.txt, tokenizer.json, tokenizer_config.json): same files, same
+    ids."""
     h = hashlib.sha256()
     with tempfile.TemporaryDirectory() as tmp:
         tokenizer.save_pretrained(tmp)

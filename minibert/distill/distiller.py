@@ -124,7 +124,7 @@ class Distiller:
         _body(self.teacher)._cache = None
         return out
 
-    def forward(self, input_ids, token_type_ids=None, attention_mask=None, labels=None, next_sentence_label=None):
+    def forward(self, input_ids, *, token_type_ids=None, attention_mask=None, labels=None, next_sentence_label=None):
         """Token types are not used (the student has none; the teacher sees type 0, as the student was folded)."""
         if next_sentence_label is not None:
             raise ValueError("distillation has no next-sentence objective (use --objective mlm)")

@@ -121,7 +121,8 @@ def load_classifier(checkpoint: Path, log=print, cls=BertForSequenceClassificati
     return model.eval()
 
 
-SAVED_FILES = ("config.json", "model.safetensors", "vocab.txt", "tokenizer_config.json")  # what save_classifier writes
+# what save_classifier writes
+SAVED_FILES = ("config.json", "model.safetensors", "vocab.txt", "tokenizer.json", "tokenizer_config.json")
 FINETUNING_KEY = "finetuning"  # config.json: how `minibert finetune` trained the model, for predict's defaults
 
 
@@ -145,3 +146,13 @@ def finetuning_record(config) -> dict:
     """What config.json says about how the model was fine-tuned (save_classifier); {} for a folder without it."""
     record = config.extra.get(FINETUNING_KEY)
     return record if isinstance(record, dict) else {}
+
+
+def recorded_task_type(record: dict) -> str | None:
+    """The --task-type a finetuning record was written by (sequence, tokens, qa); records written before it was
+    kept are told apart by their keys (a QA reader's doc_stride, a classifier's text_pairs)."""
+    if record.get("task_type"):
+        return record["task_type"]
+    if "doc_stride" in record:
+        return "qa"
+    return "sequence" if "text_pairs" in record else ("tokens" if record else None)

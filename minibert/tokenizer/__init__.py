@@ -1,7 +1,7 @@
 """WordPiece tokenization, as BERT does it, in pure Python.
 
     from minibert.tokenizer import WordPieceTokenizer, train_wordpiece
-    tok = WordPieceTokenizer.from_pretrained("path/to/bert")     # vocab.txt + tokenizer_config.json
+    tok = WordPieceTokenizer.from_pretrained("path/to/bert")     # vocab.txt and/or tokenizer.json
     enc = tok.encode("Hello world!")                              # .input_ids, .token_type_ids, ...
     batch = tok.encode_batch(["a text", "another"])               # (B, T) NumPy arrays
     tok = train_wordpiece([Path("corpus.txt")], vocab_size=8192)  # a new vocabulary

@@ -130,11 +130,14 @@ def read_tokenizer_folder(path: Path) -> tuple[list[str], dict, list[tuple[Path,
     return vocab, kwargs, added
 
 
-def check_added_tokens(tok, added: list[tuple[Path, str, int | None, dict]]) -> None:
+def check_added_tokens(tok, added: list[tuple[Path, str, int | None, dict]], names: tuple[str, ...] | None = None
+                       ) -> None:
     """Refuse added tokens (Hugging Face's add_tokens, additional special tokens) other than the five special
     tokens at their vocabulary ids: Hugging Face splits them off the text whole (lowercased or not, stripping
-    spaces around them or not, as their flags say), which minibert does not do."""
-    names = (tok.pad_token, tok.unk_token, tok.cls_token, tok.sep_token, tok.mask_token)
+    spaces around them or not, as their flags say), which minibert does not do. names: the special tokens the
+    files name (default: the tokenizer's); a keyword of from_pretrained that picks another token for a role
+    leaves the files' own special tokens what they were."""
+    names = names or (tok.pad_token, tok.unk_token, tok.cls_token, tok.sep_token, tok.mask_token)
     flags = ("single_word", "lstrip", "rstrip", "normalized")
     bad: dict[Path, list[str]] = {}
     for file, token, i, entry in added:

@@ -31,6 +31,7 @@ from minibert.tokenizer.hf_files import (check_added_tokens, length_setting, rea
                                          write_tokenizer_folder)
 
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
+SPECIAL_TOKENS_BY_ROLE = dict(zip(("pad_token", "unk_token", "cls_token", "sep_token", "mask_token"), SPECIAL_TOKENS))
 CACHE_LIMIT = 500_000  # entries kept in the text -> ids cache before it is emptied
 # Hugging Face's decoder "cleanup": applied to each token (with its leading space) in turn. With BERT's
 # punctuation splitting only the first four can ever fire, but decoding arbitrary ids may meet the rest.
@@ -398,12 +399,13 @@ class WordPieceTokenizer:
         Hugging Face would split off the text whole, is refused (hf_files.check_added_tokens)."""
         path = resolve_tokenizer_folder(path, option=None)
         vocab, kwargs, added = read_tokenizer_folder(path)
-        kwargs.update(overrides)
+        roles = ("pad_token", "unk_token", "cls_token", "sep_token", "mask_token")
+        named_by_files = tuple(kwargs.get(role, SPECIAL_TOKENS_BY_ROLE[role]) for role in roles)
         try:
-            tokenizer = cls(vocab, **kwargs)
+            tokenizer = cls(vocab, **{**kwargs, **overrides})
         except ValueError as e:  # e.g. a text file given as the vocabulary: say which file
             raise ValueError(f"{path}: not a usable WordPiece tokenizer: {e}") from None
-        check_added_tokens(tokenizer, added)
+        check_added_tokens(tokenizer, added, named_by_files)
         return tokenizer
 
 

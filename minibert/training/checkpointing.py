@@ -2,7 +2,8 @@
 
     step-000500/
         config.json, model.safetensors        BertForPreTraining (transformers loads it with from_pretrained)
-        vocab.txt, tokenizer_config.json      the tokenizer
+        vocab.txt, tokenizer.json,            the tokenizer
+        tokenizer_config.json
         training_state/
             optimizer.safetensors             AdamW moments m.<param>, v.<param> and its step count
             state.json                        step, total steps, data position, RNG states, settings, ...

@@ -118,11 +118,13 @@ def check_before_data(settings: PretrainSettings, resume_checkpoint: Path | None
         return
     tokenizer = None
     if settings.tokenizer is not None:
+        from minibert.io.model_folder import resolve_tokenizer_folder
         from minibert.tokenizer import WordPieceTokenizer
+        folder = resolve_tokenizer_folder(settings.tokenizer, option("tokenizer"))  # (its errors name both)
         try:
-            tokenizer = WordPieceTokenizer.from_pretrained(settings.tokenizer)
-        except (FileNotFoundError, ValueError) as e:
-            raise type(e)(f"{option('tokenizer')} {settings.tokenizer}: {e}") from None
+            tokenizer = WordPieceTokenizer.from_pretrained(folder)
+        except (FileNotFoundError, ValueError) as e:  # (these name the file)
+            raise type(e)(f"{option('tokenizer')}: {e}") from None
     if not brings_own_model(settings):
         vocab_size = len(tokenizer.vocab) if tokenizer is not None else None
         config = model_config(settings, vocab_size)

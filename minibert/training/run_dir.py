@@ -130,14 +130,19 @@ def create_run_dir(runs_dir: str | Path, name: str, log=None, made: list | None 
     folder first (what remove_unstarted_run may remove)."""
     check_folder_path(runs_dir, "runs_dir (--runs-dir)")
     run = Path(runs_dir) / name
-    missing, folder = [], run
+    missing, folder = [], run.parent
     while not folder.exists() and folder != folder.parent:
         missing.append(folder)
         folder = folder.parent
-    run.mkdir(parents=True, exist_ok=True)
-    if made is not None:
-        made.extend(missing)
+    run.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        run.mkdir()  # (made here, by this process: another one starting the same name at once gets the error)
+        created = True
+    except FileExistsError:
+        created = False
     hold_run_dir(run)  # first: a run still going that has not saved a checkpoint yet must not be emptied
+    if created and made is not None:  # made and held by this call: it may remove them again (those above if empty)
+        made.extend([run] + missing)
     check_new_run_dir(runs_dir, name)  # (after the lock: the run may have saved its first checkpoint meanwhile)
     if (run / "settings.json").exists() or (run / CHECKPOINTS).exists():
         shutil.rmtree(run / CHECKPOINTS, ignore_errors=True)
@@ -215,8 +220,8 @@ def remove_unstarted_run(run: Path, made: list[Path]) -> None:
     it, innermost first) after a failure before the first training step: they hold nothing worth keeping (no
     checkpoint) and would otherwise stay behind. A folder above the run is removed only if it is empty then (it
     may have received another run meanwhile)."""
+    shutil.rmtree(run, ignore_errors=True)  # first, lock held: a process waiting for the name finds no folder
     release_run_dirs()
-    shutil.rmtree(run, ignore_errors=True)
     for folder in made[1:]:
         try:
             os.rmdir(folder)

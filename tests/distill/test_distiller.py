@@ -102,3 +102,11 @@ def test_recompute_in_the_student_changes_no_bit_and_the_teacher_keeps_no_activa
     assert results[0][0] == results[1][0]
     for name, g in results[0][1].items():
         np.testing.assert_array_equal(results[1][1][name], g, err_msg=name)
+
+
+def test_inputs_after_input_ids_are_keyword_only():
+    # As every model's forward: transformers' positional order (ids, mask, types) must not be read as (ids, types).
+    import inspect
+    from minibert.distill.distiller import Distiller
+    params = list(inspect.signature(Distiller.forward).parameters.values())[2:]
+    assert params and all(p.kind is inspect.Parameter.KEYWORD_ONLY for p in params)

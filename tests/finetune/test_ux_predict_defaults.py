@@ -128,7 +128,8 @@ def reader(tmp_path_factory):
 
 def test_a_reader_predicts_with_its_fine_tuned_windows_and_answer_length(reader, capsys, tmp_path):
     record = json.loads((reader / "config.json").read_text())["finetuning"]
-    assert record == {"max_length": 24, "doc_stride": 4, "max_answer_length": 5, "squad_version": "1.1"}
+    assert record == {"task_type": "qa", "max_length": 24, "doc_stride": 4, "max_answer_length": 5,
+                      "squad_version": "1.1"}
     command = ["--model", reader, "--question", QUESTION, "--context", CONTEXT, "--json", "--top-k", 3]
     default, _ = predict(capsys, *command)
     explicit, _ = predict(capsys, *command, "--max-length", 24, "--doc-stride", 4, "--max-answer-length", 5)
@@ -189,3 +190,20 @@ def test_texts_read_otherwise_than_in_training_get_a_note(classifier, tmp_path, 
     _, err = predict(capsys, "--model", single, "--input", pairs, "--text-column", "premise", "--text-pair-column",
                      "hypothesis", "--no-progress")
     assert "was fine-tuned on single texts" in err
+
+
+@pytest.mark.parametrize("record, task_type, expected", [
+    ({"task_type": "sequence", "max_length": 64, "text_pairs": False}, "sequence", 64),
+    ({"task_type": "sequence", "max_length": 64, "text_pairs": False}, "qa", 384),  # a classifier's: no QA window
+    ({"task_type": "qa", "max_length": 200, "doc_stride": 64}, "tokens", 128),
+    ({"max_length": 200, "doc_stride": 64, "max_answer_length": 30}, "qa", 200),  # written before task_type was kept
+    ({"max_length": 48, "text_pairs": True}, "sequence", 48),
+    ({"max_length": 48}, "tokens", 48),
+])
+def test_the_recorded_length_counts_only_for_the_task_type_it_was_fine_tuned_for(tmp_path, record, task_type,
+                                                                                   expected):
+    from minibert.commands.finetune_setup import default_max_length
+    from minibert.config import BertConfig
+    config = BertConfig.preset("tiny", max_position_embeddings=512)
+    config.extra["finetuning"] = record
+    assert default_max_length(config, tmp_path, task_type)[0] == expected

@@ -220,3 +220,14 @@ def test_minilm_by_name(minilm_dir, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     tok = WordPieceTokenizer.from_pretrained("minilm")
     assert tok.vocab_size == 30522 and tok.encode("Hello!").input_ids == [101, 7592, 999, 102]
+
+
+def test_a_keyword_that_gives_a_role_another_token_still_loads_a_folder_with_tokenizer_json():
+    # The files list [UNK] and [MASK] as added special tokens; a keyword giving the role to another vocabulary
+    # entry must not turn the files' own tokens into "added tokens" to refuse.
+    from minibert.data.builtin import minilm_dir
+    reference = WordPieceTokenizer.from_pretrained(minilm_dir())
+    unk = WordPieceTokenizer.from_pretrained(minilm_dir(), unk_token="[unused1]")
+    assert unk.unk_token_id == reference.vocab["[unused1]"] != reference.unk_token_id
+    mask = WordPieceTokenizer.from_pretrained(minilm_dir(), mask_token="[unused0]")
+    assert mask.mask_token_id == reference.vocab["[unused0]"]

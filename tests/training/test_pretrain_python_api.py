@@ -96,6 +96,21 @@ def test_a_failure_before_training_starts_leaves_no_run_folder(tmp_path, corpus,
     assert not (tmp_path / "runs" / "half").exists()
 
 
+
+def test_a_run_folder_another_process_takes_first_is_never_removed(tmp_path, corpus, monkeypatch):
+    # Two starts of one name at once: this one makes the folder, the other takes its lock first and starts
+    # writing. This one fails, and must leave the other's run alone.
+    import minibert.training.run_dir as run_dir
+
+    def taken(run):
+        (run / "theirs.txt").write_text("the other process's run")
+        raise RuntimeError(f"run folder {run} is being trained by another process")
+    monkeypatch.setattr(run_dir, "hold_run_dir", taken)
+    with pytest.raises(RuntimeError, match="another process"):
+        pretrain(fast(corpus, tmp_path / "runs", name="taken"), **QUIET)
+    assert (tmp_path / "runs" / "taken" / "theirs.txt").exists()
+
+
 def test_config_may_be_a_bert_config(tmp_path, corpus):
     config = BertConfig.preset("tiny", hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
     s = fast(corpus, tmp_path / "runs", config=config, name="cfg")
