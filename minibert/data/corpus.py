@@ -128,22 +128,28 @@ def _read_text(lines) -> list[list[str]]:
     return documents
 
 
+def jsonl_text(line: str, number: int, path: Path, text_field: str) -> str:
+    """The `text_field` string of one JSONL record (line `number` of `path`), or a one-line error saying what is
+    wrong with it. pretrain's reader and train-tokenizer's (tokenizer/vocab_io.py) share it."""
+    try:
+        record = json.loads(line)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{path}, line {number}: not valid JSON ({e.msg})") from None
+    if not isinstance(record, dict) or text_field not in record:
+        raise ValueError(f"{path}, line {number}: expected a JSON object with a {text_field!r} field "
+                         f"(choose the field with --text-field)")
+    text = record[text_field]
+    if not isinstance(text, str):
+        raise ValueError(f"{path}, line {number}: field {text_field!r} must be a string, got {type(text).__name__}")
+    return text
+
+
 def _read_jsonl(lines, path: Path, text_field: str) -> list[list[str]]:
     documents = []
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise ValueError(f"{path}, line {number}: not valid JSON ({e.msg})") from None
-        if not isinstance(record, dict) or text_field not in record:
-            raise ValueError(f"{path}, line {number}: expected a JSON object with a {text_field!r} field "
-                             f"(choose the field with --text-field)")
-        text = record[text_field]
-        if not isinstance(text, str):
-            raise ValueError(f"{path}, line {number}: field {text_field!r} must be a string, got "
-                             f"{type(text).__name__}")
+        text = jsonl_text(line, number, path, text_field)
         # Paragraphs (blank-line separated) may be given inside one record; sentences are split either way.
         sentences = [s for paragraph in text.split("\n") for s in split_sentences(paragraph)]
         if sentences:

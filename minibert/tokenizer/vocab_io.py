@@ -8,7 +8,6 @@ be counted; a byte that is not UTF-8 is reported with the file name and its byte
 from __future__ import annotations
 
 import gzip
-import json
 import os
 import re
 import zlib
@@ -200,7 +199,8 @@ def _last_boundary(data: bytes, where, offset: int) -> int:
 
 def _jsonl_texts(f, path: Path, where, text_field: str, batch_bytes: int) -> Iterator[tuple[str, int]]:
     """The `text_field` strings of a JSONL file, read a line (a record) at a time, about batch_bytes together.
-    The errors are those of pretrain's reader (minibert/data/corpus.py)."""
+    The errors are those of pretrain's reader (minibert/data/corpus.py jsonl_text)."""
+    from minibert.data.corpus import jsonl_text
     batch: list[str] = []
     size = offset = 0
     for number, line in enumerate(f, 1):
@@ -208,18 +208,7 @@ def _jsonl_texts(f, path: Path, where, text_field: str, batch_bytes: int) -> Ite
         offset += len(line)
         size += len(line)
         if text.strip():
-            try:
-                record = json.loads(text)
-            except json.JSONDecodeError as e:
-                raise ValueError(f"{path}, line {number}: not valid JSON ({e.msg})") from None
-            if not isinstance(record, dict) or text_field not in record:
-                raise ValueError(f"{path}, line {number}: expected a JSON object with a {text_field!r} field "
-                                 f"(choose the field with --text-field)")
-            value = record[text_field]
-            if not isinstance(value, str):
-                raise ValueError(f"{path}, line {number}: field {text_field!r} must be a string, got "
-                                 f"{type(value).__name__}")
-            batch.append(value)
+            batch.append(jsonl_text(text, number, path, text_field))
         if size >= batch_bytes:
             yield "\n".join(batch), size  # ("\n" between records: two records never make one word)
             batch.clear()
