@@ -54,9 +54,9 @@ from minibert.training.evaluate import build_eval_batches, evaluate, most_freque
 from minibert.training.memory import ProportionalPeak, peak_rss_mb
 from minibert.training.metrics import MetricsLog, Window
 from minibert.training.objectives import brings_own_model, build_model, output_bias_name, rtd_counts
-from minibert.training.run_dir import (check_new_run_dir, create_run_dir, finished_run, free_run_name, hold_run_dir,
-                                       latest_checkpoint, nothing_to_resume, release_run_dirs, remove_unstarted_run,
-                                       resume_advice, resume_settings)
+from minibert.training.run_dir import (check_new_run_dir, check_not_being_trained, create_run_dir, finished_run,
+                                       free_run_name, hold_run_dir, latest_checkpoint, nothing_to_resume,
+                                       release_run_dirs, remove_unstarted_run, resume_advice, resume_settings)
 from minibert.training.settings import PretrainSettings, option
 from minibert.training.sharded import ShardedAdamW
 
@@ -210,6 +210,8 @@ def pretrain(settings: PretrainSettings, resume_checkpoint: Path | None = None, 
     settings = copy.deepcopy(settings)  # the caller's object stays as it was (name, a distillation's defaults...)
     if resume_checkpoint is None and settings.resume is not None:
         settings, resume_checkpoint, run_dir = _resume_from_settings(settings)
+        if comm is None or comm.is_root:  # a run another process is training: said now, not after the data is
+            check_not_being_trained(run_dir)  # prepared (rank 0 alone: ranks probing at once would see each other)
     gelu = numpy_gelu_unless_asked() if getattr(settings, "COMMAND", "pretrain") == "pretrain" else nullcontext()
     made = []  # folders made for a new run, until its training starts: removed if it fails before that
     try:

@@ -148,6 +148,24 @@ def test_resume_from_python(tmp_path, corpus, monkeypatch):
         pretrain(dataclasses.replace(s, lr=0.5), **QUIET)
 
 
+def test_resume_of_a_run_another_process_is_training_is_refused_before_the_data(tmp_path, corpus, monkeypatch):
+    import minibert.training.pretrain as pretrain_module
+    import minibert.training.run_dir as run_dir
+    restore_clip = interrupt_in_step(monkeypatch, 3)
+    s = fast(corpus, tmp_path / "runs", steps=4, save_every=2, keep_checkpoints=0, name="r")
+    with pytest.raises(KeyboardInterrupt):
+        pretrain(s, **QUIET)
+    restore_clip()
+
+    def taken(run):
+        raise RuntimeError(f"run folder {run} is being trained by another process")
+    prepared = []
+    monkeypatch.setattr(run_dir, "hold_run_dir", taken)
+    monkeypatch.setattr(pretrain_module, "prepare_data", lambda *a, **k: prepared.append(1))
+    with pytest.raises(RuntimeError, match="another process"):
+        pretrain(dataclasses.replace(s, resume=str(tmp_path / "runs" / "r")), **QUIET)
+    assert prepared == []
+
 @pytest.mark.parametrize("overrides, message", [
     (dict(steps=0), "steps (--steps) must be a positive integer, got 0"),
     (dict(batch_size=0), "batch_size (--batch-size) must be a positive integer, got 0"),
