@@ -219,7 +219,7 @@ def pretrain(settings: PretrainSettings, resume_checkpoint: Path | None = None, 
             return _train(settings, resume_checkpoint, run_dir, log, comm, made)
     except BaseException:
         if made:
-            remove_unstarted_run(made[0], made)
+            remove_unstarted_run(made)
         raise
     finally:
         release_run_dirs()  # the run folder's lock ends with the run, not only with the process
@@ -514,9 +514,9 @@ def _train(settings: PretrainSettings, resume_checkpoint: Path | None, run_dir: 
     except KeyboardInterrupt:
         bar.close()
         latest = latest_checkpoint(run_dir) if comm.is_root else None
+        command = f"{comm.launch_hint}minibert {getattr(settings, 'COMMAND', 'pretrain')}"
         log(f"interrupted during step {done + 1:,}; " + (f"the latest checkpoint is {latest}; continue with: "
-            f"{comm.launch_hint}minibert {getattr(settings, 'COMMAND', 'pretrain')} --resume {run_dir} (in Python: "
-            f"resume=\"{run_dir}\" in the settings)" if latest else "no checkpoint was saved yet"))
+            f"{command} {resume_advice(run_dir)}" if latest else "no checkpoint was saved yet"))
         raise
     finally:
         bar.close()

@@ -215,12 +215,12 @@ def nothing_to_resume(run_dir: Path, summary: dict) -> str:
             f"numbers: {run_dir / 'summary.json'})")
 
 
-def remove_unstarted_run(run: Path, made: list[Path]) -> None:
-    """Remove the folders in `made` (the run folder and any missing folders above it that this process made for
-    it, innermost first) after a failure before the first training step: they hold nothing worth keeping (no
-    checkpoint) and would otherwise stay behind. A folder above the run is removed only if it is empty then (it
-    may have received another run meanwhile)."""
-    shutil.rmtree(run, ignore_errors=True)  # first, lock held: a process waiting for the name finds no folder
+def remove_unstarted_run(made: list[Path]) -> None:
+    """Remove the folders in `made` (create_run_dir's: the run folder, then any missing folders above it that this
+    process made for it, innermost first) after a failure before the first training step: they hold nothing worth
+    keeping (no checkpoint) and would otherwise stay behind. A folder above the run is removed only if it is empty
+    then (it may have received another run meanwhile)."""
+    shutil.rmtree(made[0], ignore_errors=True)  # first, lock held: a process waiting for the name finds no folder
     release_run_dirs()
     for folder in made[1:]:
         try:

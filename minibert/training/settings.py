@@ -122,13 +122,13 @@ class PretrainSettings:
         """One clear ValueError (TypeError for a value of the wrong type) for any bad setting, before data
         preparation starts. Messages name the setting and its command-line option: "steps (--steps) ..."."""
         self.normalise()
-        if not (isinstance(self.corpus, list) and self.corpus and all(isinstance(c, str) and c for c in self.corpus)):
-            bad = next((c for c in self.corpus if not (isinstance(c, str) and c)), None) \
-                if isinstance(self.corpus, list) else self.corpus
-            if isinstance(self.corpus, list) and not self.corpus:
-                raise ValueError(f"{option('corpus')} names no file: give files or folders, or 'wiki'/'ptb'")
+        bad = ([self.corpus] if not isinstance(self.corpus, list) else
+               [c for c in self.corpus if not (isinstance(c, str) and c)])
+        if bad:  # (normalise has made every path a str: anything else is no path)
             raise TypeError(f"{option('corpus')} must be a list of file or folder paths (str or Path), or "
-                            f"'wiki'/'ptb'; got {shown(bad)}")
+                            f"'wiki'/'ptb'; got {shown(bad[0])}")
+        if not self.corpus:
+            raise ValueError(f"{option('corpus')} names no file: give files or folders, or 'wiki'/'ptb'")
         for name in self.PATH_FIELDS + ("text_field",):
             value = getattr(self, name)
             if not isinstance(value, str) and (value is not None or name in ("runs_dir", "text_field")):

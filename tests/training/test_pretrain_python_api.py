@@ -131,12 +131,18 @@ def test_config_of_another_type_is_a_one_line_type_error():
         PretrainSettings(config=3).validate()
 
 
-def test_resume_from_python(tmp_path, corpus, monkeypatch):
+def interrupted_run(tmp_path, corpus, monkeypatch) -> PretrainSettings:
+    """The settings of a 4-step run "r" interrupted in step 3, after its checkpoint at step 2: one to resume."""
     restore_clip = interrupt_in_step(monkeypatch, 3)
     s = fast(corpus, tmp_path / "runs", steps=4, save_every=2, keep_checkpoints=0, name="r")
     with pytest.raises(KeyboardInterrupt):
         pretrain(s, **QUIET)
     restore_clip()
+    return s
+
+
+def test_resume_from_python(tmp_path, corpus, monkeypatch):
+    s = interrupted_run(tmp_path, corpus, monkeypatch)
     with pytest.raises(FileExistsError) as e:  # the advice names both ways to resume
         pretrain(s, **QUIET)
     assert "--resume" in str(e.value) and "resume=" in str(e.value)
@@ -151,11 +157,7 @@ def test_resume_from_python(tmp_path, corpus, monkeypatch):
 def test_resume_of_a_run_another_process_is_training_is_refused_before_the_data(tmp_path, corpus, monkeypatch):
     import minibert.training.pretrain as pretrain_module
     import minibert.training.run_dir as run_dir
-    restore_clip = interrupt_in_step(monkeypatch, 3)
-    s = fast(corpus, tmp_path / "runs", steps=4, save_every=2, keep_checkpoints=0, name="r")
-    with pytest.raises(KeyboardInterrupt):
-        pretrain(s, **QUIET)
-    restore_clip()
+    s = interrupted_run(tmp_path, corpus, monkeypatch)
 
     def taken(run):
         raise RuntimeError(f"run folder {run} is being trained by another process")
@@ -165,6 +167,7 @@ def test_resume_of_a_run_another_process_is_training_is_refused_before_the_data(
     with pytest.raises(RuntimeError, match="another process"):
         pretrain(dataclasses.replace(s, resume=str(tmp_path / "runs" / "r")), **QUIET)
     assert prepared == []
+
 
 @pytest.mark.parametrize("overrides, message", [
     (dict(steps=0), "steps (--steps) must be a positive integer, got 0"),
