@@ -57,6 +57,7 @@ def main(argv: list[str] | None = None) -> int:
         module.add_arguments(subparsers[name])
     args = parser.parse_args(argv)
     args.argv = list(argv)  # the command as typed: `minibert pretrain --procs N` starts its ranks with it
+    from minibert.training.distributed import EXPECTED_ERRORS  # (reported in one line, as the ranks report them)
     try:
         from minibert.layers.activations import numba_gelu_loop, numba_setting
         if numba_setting() == "on":  # a bad MINIBERT_NUMBA, or =1 without a working numba, fails before any work
@@ -67,8 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # the reader of our output stopped reading (`minibert params | head`)
         from minibert.training.distributed import closed_pipe_status
         return closed_pipe_status()
-    except (ValueError, FileNotFoundError, FileExistsError, NotADirectoryError, IsADirectoryError, PermissionError,
-            ImportError) as e:
+    except EXPECTED_ERRORS as e:
         # Bad input, a path that cannot be written, or a missing optional package: one clear line, no traceback
         # (MINIBERT_DEBUG=1 shows it). Commands check their paths before the work; this is the safety net.
         import os

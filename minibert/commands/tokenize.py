@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import sys
 import unicodedata
@@ -84,13 +85,14 @@ def read_stdin_text() -> str:
 def check_argument_text(text: str, name: str) -> str:
     """`text`, refused if it has lone surrogates: the bytes of a command-line argument that were not UTF-8
     (Python keeps them as U+DC80-U+DCFF) and that the tokenizer would silently drop."""
-    if not any("\ud800" <= ch <= "\udfff" for ch in text):
+    surrogate = re.search("[\ud800-\udfff]", text)
+    if surrogate is None:
         return text
     from minibert.tokenizer.vocab_io import decode_utf8
     try:
         raw = os.fsencode(text)  # the bytes as typed
     except UnicodeEncodeError:  # (a surrogate that no byte gives)
-        position = next(i for i, ch in enumerate(text) if "\ud800" <= ch <= "\udfff")
+        position = surrogate.start()
         raise ValueError(f"{name}: not UTF-8 text: a lone surrogate U+{ord(text[position]):04X} at character "
                          f"{position}") from None
     return decode_utf8(raw, name)

@@ -86,10 +86,7 @@ def run(args) -> int:
                                   text_field=args.text_field)
     except AlphabetTooLarge as e:  # the same message, in the command's options
         raise ValueError(e.message(cli=True)) from None
-    # An older fast tokenizer's tokenizer.json would be what Hugging Face loads first: it goes with the rest (and is
-    # written anew if save_pretrained writes one).
-    (out / "tokenizer.json").unlink(missing_ok=True)
-    tok.save_pretrained(out)
+    tok.save_pretrained(out)  # (all of TOKENIZER_FILES, an older tokenizer.json replaced too)
     note = "" if tok.vocab_size == args.vocab_size else (
         f" ({shortfall(args.vocab_size, args.min_frequency, args.limit_alphabet, cli=True)})")
     left_out = [counted(repeated, "repeated file")] if repeated else []
@@ -97,7 +94,7 @@ def run(args) -> int:
         left_out.append(f"{counted(own, 'tokenizer file')} of --out")
     left_out = f" (left out: {' and '.join(left_out)})" if left_out else ""
     print(f"trained a vocabulary of {counted(tok.vocab_size, 'token')}{note} on {counted(len(files), 'file')}"
-          f"{left_out}; wrote {', '.join(name for name in TOKENIZER_FILES if (out / name).exists())} to {out}")
+          f"{left_out}; wrote {', '.join(TOKENIZER_FILES)} to {out}")
     return 0
 
 

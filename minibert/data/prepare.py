@@ -52,7 +52,7 @@ def trained_tokenizer_folder(corpus: Corpus, train_doc_ids: list[int], vocab_siz
 def get_tokenizer(corpus: Corpus, train_doc_ids: list[int], tokenizer_dir: str | None, vocab_size: int,
                   progress: bool = True, log=print):
     from minibert.tokenizer import WordPieceTokenizer, train_wordpiece
-    from minibert.tokenizer.trainer import SmallVocabularyWarning
+    from minibert.tokenizer.trainer import SmallVocabularyWarning, is_small_vocabulary
     if tokenizer_dir is not None:
         return WordPieceTokenizer.from_pretrained(tokenizer_dir)
     folder = trained_tokenizer_folder(corpus, train_doc_ids, vocab_size)
@@ -65,7 +65,7 @@ def get_tokenizer(corpus: Corpus, train_doc_ids: list[int], tokenizer_dir: str |
     with warnings.catch_warnings():  # (said below in the command's terms, not train_wordpiece's arguments)
         warnings.simplefilter("ignore", SmallVocabularyWarning)
         tokenizer = train_wordpiece(texts, vocab_size=vocab_size, progress=progress, score=TOKENIZER_SCORE)
-    if len(tokenizer.vocab) < vocab_size // 2:
+    if is_small_vocabulary(len(tokenizer.vocab), vocab_size):
         log(f"tokenizer: note: only {len(tokenizer.vocab):,} tokens of --vocab-size {vocab_size:,}: the training "
             f"documents have too few distinct word pieces to merge (a preset model's embedding matrix is sized to it)")
     with atomic_folder(folder) as tmp:

@@ -171,9 +171,8 @@ class Distiller:
     def objective_description(self) -> str:
         """What is trained, for the run's start-up line: the losses and their weights, e.g. "hidden-state
         distillation, loss 1 x cos_loss + 1 x pool_loss (no masked-token prediction)"."""
-        terms = [(self.weights[weight], part) for part, weight in
-                 (("kd_loss", "alpha_ce"), ("mlm_loss", "alpha_mlm"), ("cos_loss", "alpha_cos"),
-                  ("mse_loss", "alpha_mse"), ("pool_loss", "alpha_pool")) if self.weights[weight]]
+        pairs = (("kd_loss", "alpha_ce"), ("mlm_loss", "alpha_mlm"), *((p, w) for p, w, _, _ in HIDDEN_LOSSES))
+        terms = [(self.weights[weight], part) for part, weight in pairs if self.weights[weight]]
         loss = " + ".join(f"{w:g} x {part}" for w, part in terms)
         if self.mode == "hidden":
             return f"hidden-state distillation, loss {loss} (no masked-token prediction)"

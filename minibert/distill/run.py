@@ -6,7 +6,6 @@ resume, metrics.jsonl and the progress bar are the pre-training loop's."""
 from __future__ import annotations
 
 import math
-import time
 from pathlib import Path
 
 from minibert.distill.distiller import DEFAULT_WEIGHTS, WEIGHTS, Distiller, check_weights
@@ -36,13 +35,6 @@ def check_teacher(settings: DistillSettings, resume_checkpoint: Path | None = No
         return
     resolve_settings(settings, checkpoint, teacher_config.num_hidden_layers)
     settings.tokenizer = str(tokenizer_dir)  # the student reads text exactly as its teacher does
-
-
-def default_name(settings: DistillSettings) -> str:
-    """A distillation's run folder name when `name` is not given: distil-<teacher>-L<layers>-<corpus>-<time>."""
-    teacher = Path(settings.teacher).name or "teacher"
-    corpus = "+".join(Path(c).stem for c in settings.corpus)
-    return f"distil-{teacher}-L{settings.student_layers}-{corpus}-{time.strftime('%Y%m%d-%H%M%S')}"
 
 
 def resolve_settings(settings: DistillSettings, teacher_checkpoint: Path, teacher_layers: int) -> None:

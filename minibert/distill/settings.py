@@ -58,9 +58,14 @@ class DistillSettings(PretrainSettings):
         check_teacher(self, resume_checkpoint)
 
     def default_name(self, corpus_name: str) -> str:
-        """The run folder's name when `name` is not given: distil-<teacher>-L<layers>-<corpus>-<date>-<time>."""
-        from minibert.distill.run import default_name
-        return default_name(self)
+        """The run folder's name when `name` is not given: distil-<teacher>-L<layers>-<corpus>-<date>-<time>, the
+        corpus named by its files (corpus_name, the loaded corpus's, is not used)."""
+        from pathlib import Path
+
+        from minibert.training.run_dir import default_run_name
+        teacher = Path(self.teacher).name or "teacher"
+        corpus = "+".join(Path(c).stem for c in self.corpus)
+        return default_run_name(f"distil-{teacher}-L{self.student_layers}", corpus)
 
     def describe_config(self) -> str:
         return f"a student of {self.teacher}"

@@ -65,6 +65,11 @@ def normal_cdf(x, exp_half_x2, out=None):
     work in place on two buffers (t and the result).
     """
     check_float(x, "normal_cdf")
+    return _normal_cdf(x, exp_half_x2, out)
+
+
+def _normal_cdf(x, exp_half_x2, out=None):
+    """normal_cdf for an x already checked (gelu_forward checks once, not once per block)."""
     if x.dtype == np.float64:
         return np.multiply(0.5, 1.0 + np.asarray(_exact_erf(x * SQRT_HALF), dtype=np.float64), out=out)
     poly = np.empty_like(x) if out is None else out
@@ -99,7 +104,7 @@ def _gelu_forward_block(x, out, deriv, e):
     np.multiply(x, x, out=e)
     e *= -0.5
     np.exp(e, out=e)  # exp(-x^2 / 2)
-    cdf = normal_cdf(x, e)  # (rows, F) Phi(x)
+    cdf = _normal_cdf(x, e)  # (rows, F) Phi(x)
     np.multiply(x, cdf, out=out)
     if deriv is not None:
         np.multiply(x, e, out=deriv)

@@ -61,15 +61,15 @@ def bmp_part(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
 # an older Unicode table than Python does, and "the same ids as Hugging Face" must hold for every
 # character. Lone surrogates (possible in a Python str, impossible in UTF-8 text) are dropped as well.
 _CONTROL = parse_ranges(unicode_tables.CONTROL) + [(0xD800, 0xDFFF)]
-_PUNCT = char_class(parse_ranges(unicode_tables.PUNCTUATION))
+PUNCT_CLASS = char_class(parse_ranges(unicode_tables.PUNCTUATION))  # (also vocab_io's word boundaries)
 _MARKS = parse_ranges(unicode_tables.NONSPACING_MARKS)
 _CONTROL_RE = re.compile(f"[{char_class(_CONTROL)}]+")
-_PUNCT_RE = re.compile(f"[{_PUNCT}]")
+_PUNCT_RE = re.compile(f"[{PUNCT_CLASS}]")
 _CJK_RE = re.compile(f"[{char_class(CJK_RANGES)}]")
 _MARKS_RE = re.compile(f"[{char_class(_MARKS)}]+")
 # After cleaning, the only white space left is " ". A word is a run of anything else that is not
 # punctuation, or a single punctuation character.
-_WORD_RE = re.compile(f"[^ {_PUNCT}]+|[{_PUNCT}]")
+_WORD_RE = re.compile(f"[^ {PUNCT_CLASS}]+|[{PUNCT_CLASS}]")
 # White space other than " " itself (so that ordinary text has nothing to replace).
 _SPACE_RE = re.compile(f"[{WHITESPACE.replace(' ', '')}]")
 

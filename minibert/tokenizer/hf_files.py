@@ -130,14 +130,12 @@ def read_tokenizer_folder(path: Path) -> tuple[list[str], dict, list[tuple[Path,
     return vocab, kwargs, added
 
 
-def check_added_tokens(tok, added: list[tuple[Path, str, int | None, dict]], names: tuple[str, ...] | None = None
-                       ) -> None:
+def check_added_tokens(tok, added: list[tuple[Path, str, int | None, dict]], names: tuple[str, ...]) -> None:
     """Refuse added tokens (Hugging Face's add_tokens, additional special tokens) other than the five special
     tokens at their vocabulary ids: Hugging Face splits them off the text whole (lowercased or not, stripping
     spaces around them or not, as their flags say), which minibert does not do. names: the special tokens the
-    files name (default: the tokenizer's); a keyword of from_pretrained that picks another token for a role
-    leaves the files' own special tokens what they were."""
-    names = names or (tok.pad_token, tok.unk_token, tok.cls_token, tok.sep_token, tok.mask_token)
+    files name (not the tokenizer's: a keyword of from_pretrained that picks another token for a role leaves the
+    files' own special tokens what they were)."""
     flags = ("single_word", "lstrip", "rstrip", "normalized")
     bad: dict[Path, list[str]] = {}
     for file, token, i, entry in added:
@@ -187,7 +185,7 @@ def _read_tokenizer_json(path: Path) -> tuple[list[str], dict, list[dict]]:
 def _older_special_files(folder: Path, config: dict, config_file: Path) -> tuple[dict, list]:
     """What transformers also reads besides tokenizer.json: the special tokens' names in special_tokens_map.json
     (they win over tokenizer_config.json's), and added tokens listed there, in added_tokens.json and in
-    tokenizer_config.json. Returns the config with those names and the added tokens as _check_added_tokens takes
+    tokenizer_config.json. Returns the config with those names and the added tokens as check_added_tokens takes
     them."""
     added = [(config_file, t.get("content"), int(i), t) for i, t in (config.get("added_tokens_decoder") or {}).items()
              if isinstance(t, dict) and str(i).isdigit()]

@@ -166,7 +166,7 @@ def train_wordpiece(texts_or_files: Iterable[str | os.PathLike] | os.PathLike, v
         e.vocab_size, e.limit_alphabet = vocab_size, limit_alphabet
         raise
     vocab = special_tokens + [s for s in symbols if s not in set(special_tokens)]
-    if len(vocab) < vocab_size // 2:
+    if is_small_vocabulary(len(vocab), vocab_size):
         warnings.warn(f"train_wordpiece: the vocabulary has {counted(len(vocab), 'token')}, "
                       f"{shortfall(vocab_size, min_frequency, limit_alphabet)}", SmallVocabularyWarning, stacklevel=2)
     return WordPieceTokenizer(vocab, do_lower_case=do_lower_case, strip_accents=strip_accents,
@@ -175,6 +175,12 @@ def train_wordpiece(texts_or_files: Iterable[str | os.PathLike] | os.PathLike, v
 
 
 SCORES = ("frequency", "wordpiece")
+
+
+def is_small_vocabulary(trained: int, vocab_size: int) -> bool:
+    """Whether a vocabulary of `trained` tokens is far smaller than the `vocab_size` asked for (under half): said
+    by train_wordpiece's SmallVocabularyWarning, and by pretrain in its own terms."""
+    return trained < vocab_size // 2
 
 
 class SmallVocabularyWarning(UserWarning):

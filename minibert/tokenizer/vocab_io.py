@@ -15,8 +15,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from minibert.io.atomic import atomic_write_text
-from minibert.tokenizer import unicode_tables
-from minibert.tokenizer.basic import WHITESPACE, char_class, parse_ranges
+from minibert.tokenizer.basic import PUNCT_CLASS, WHITESPACE
 
 CHUNK_BYTES = 1 << 20  # read corpora 1 MiB at a time
 
@@ -124,7 +123,7 @@ MAX_WORD_BYTES = 1 << 22  # a run without white space or punctuation longer than
 # Where a text can be cut without changing its words: after white space or a punctuation character, which end a
 # word for every setting of the basic tokenizer (none of them is a control character, which it would drop, nor a
 # combining mark). Not CJK ideographs: with tokenize_chinese_chars=False they are ordinary letters.
-_BOUNDARY_RE = re.compile(f"[{WHITESPACE}{char_class(parse_ranges(unicode_tables.PUNCTUATION))}]")
+_BOUNDARY_RE = re.compile(f"[{WHITESPACE}{PUNCT_CLASS}]")
 
 
 def _text_chunks(f, where, chunk_bytes: int) -> Iterator[tuple[str, int]]:

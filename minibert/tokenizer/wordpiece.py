@@ -399,8 +399,7 @@ class WordPieceTokenizer:
         Hugging Face would split off the text whole, is refused (hf_files.check_added_tokens)."""
         path = resolve_tokenizer_folder(path, option=None)
         vocab, kwargs, added = read_tokenizer_folder(path)
-        roles = ("pad_token", "unk_token", "cls_token", "sep_token", "mask_token")
-        named_by_files = tuple(kwargs.get(role, SPECIAL_TOKENS_BY_ROLE[role]) for role in roles)
+        named_by_files = tuple(kwargs.get(role, default) for role, default in SPECIAL_TOKENS_BY_ROLE.items())
         try:
             tokenizer = cls(vocab, **{**kwargs, **overrides})
         except ValueError as e:  # e.g. a text file given as the vocabulary: say which file

@@ -244,14 +244,19 @@ def closed_pipe_status() -> int:
     return 141
 
 
+# Errors a command reports in one line without a traceback (MINIBERT_DEBUG=1 shows it): bad input, a path that
+# cannot be written, a missing optional package. cli.main catches these; report_rank_error treats them alike.
+EXPECTED_ERRORS = (ValueError, FileNotFoundError, FileExistsError, NotADirectoryError, IsADirectoryError,
+                   PermissionError, ImportError)
+
+
 def report_rank_error(e: BaseException, prefix: str, rank: int, size: int) -> int:
     """Print one line naming the rank (and a traceback for unexpected errors); return the exit status."""
     if isinstance(e, BrokenPipeError):  # (quietly, as cli.main does; the other ranks are ended all the same)
         return closed_pipe_status()
-    # Expected (one line, no traceback): what cli.main reports as one line (bad input, a path that cannot be
-    # written, a missing optional package: keep the two lists alike), Ctrl-C, and RuntimeError (ranks that differ).
-    expected = isinstance(e, (ValueError, FileNotFoundError, FileExistsError, NotADirectoryError, IsADirectoryError,
-                              PermissionError, ImportError, KeyboardInterrupt, RuntimeError))
+    # Expected (one line, no traceback): what cli.main reports as one line, Ctrl-C, and RuntimeError (ranks that
+    # differ).
+    expected = isinstance(e, EXPECTED_ERRORS + (KeyboardInterrupt, RuntimeError))
     if not expected or os.environ.get("MINIBERT_DEBUG"):
         traceback.print_exception(type(e), e, e.__traceback__)
     problem = "interrupted" if isinstance(e, KeyboardInterrupt) else f"error: {e}"
