@@ -37,10 +37,8 @@ def run(args) -> int:
     for option, path in (("--out", out), ("--html", html_out)):
         if path is not None:
             check_output_file(path, option)
-    if not args.text.strip():
-        raise ValueError("the text is empty: give a sentence to look at")
-    if args.pair is not None and not args.pair.strip():
-        raise ValueError("the --pair text is empty: give the second sentence, or leave --pair out")
+    from minibert.viz.attention_data import check_texts
+    check_texts(args.text, args.pair)
     from minibert.viz.model_select import resolve_model_folder, resolve_tokenizer_folder
     model_dir = resolve_model_folder(args.model)
     tokenizer_dir = resolve_tokenizer_folder(args.tokenizer) if args.tokenizer else None

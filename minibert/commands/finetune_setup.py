@@ -35,16 +35,15 @@ def setup_training(args, task_type):
                          f"{', '.join(TASK_METRICS[task_type])}")
     checkpoint, tokenizer_dir = resolve_model(args.model)
     config = BertConfig.from_json_file(checkpoint)
-    max_length = args.max_length
+    max_length, origin = args.max_length, "--max-length"
     if max_length is None:
-        max_length = default_max_length(config, checkpoint, task_type)[0]
+        max_length, origin = default_max_length(config, checkpoint, task_type)
     elif max_length > config.max_tokens:
         raise ValueError(f"--max-length {max_length} is longer than the model's max_position_embeddings "
                          f"({config.max_tokens}, {checkpoint / 'config.json'})")
     minimum, layout = MIN_MAX_LENGTH["pairs" if task_type == "sequence" and args.text_pair_column else task_type]
     if max_length < minimum:
-        where = (f"--max-length {max_length}" if args.max_length is not None else
-                 f"max length {max_length} ({default_max_length(config, checkpoint, task_type)[1]})")
+        where = f"--max-length {max_length}" if args.max_length is not None else f"max length {max_length} ({origin})"
         raise ValueError(f"{where} leaves no room for {layout} with one token of each part at least; give "
                          f"--max-length {minimum} or more")
     settings = Settings(epochs=args.epochs, lr=args.lr, batch_size=args.batch_size, max_length=max_length,

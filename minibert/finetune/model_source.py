@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from minibert.io.model_folder import find_tokenizer_dir, resolve_model_and_tokenizer, resolve_model_folder
+from minibert.io.model_folder import resolve_model_and_tokenizer, resolve_model_folder
 
-__all__ = ["find_tokenizer_dir", "resolve_checkpoint", "resolve_model"]  # (find_tokenizer_dir: kept importable here)
 
 
 def resolve_checkpoint(spec: str, option: str = "--model") -> Path:

@@ -74,12 +74,17 @@ def load_encoder(model_dir: str | Path):
         return load_body(model_dir, add_pooling_layer=False)
 
 
-def encode_for_model(tokenizer, config, text: str, text_pair: str | None = None):
-    """Encode, cutting the text to the model's maximum length; returns (encoding, note)."""
+def check_texts(text: str, text_pair: str | None = None) -> None:
+    """A one-line error for an empty text or --pair (the command says it before loading anything)."""
     if not text or not text.strip():
         raise ValueError("the text is empty: give a sentence to look at")
     if text_pair is not None and not text_pair.strip():
         raise ValueError("the --pair text is empty: give the second sentence, or leave --pair out")
+
+
+def encode_for_model(tokenizer, config, text: str, text_pair: str | None = None):
+    """Encode, cutting the text to the model's maximum length; returns (encoding, note)."""
+    check_texts(text, text_pair)
     limit = min(config.max_tokens, getattr(tokenizer, "model_max_length", 10**9) or 10**9)
     full = tokenizer.encode(text, text_pair)
     if len(full.input_ids) <= limit:

@@ -124,9 +124,8 @@ def second_panel(metrics: Metrics) -> tuple[str, list[str]]:
     """(title, keys) of the second panel: the accuracies logged, or, with none (a hidden-state distillation),
     the separate losses."""
     accuracies = [k for k in ACCURACY_KEYS if _has(metrics, k)]
-    if accuracies or not part_losses(metrics):
-        return "accuracy", accuracies
-    return "losses", part_losses(metrics)
+    parts = [] if accuracies else part_losses(metrics)  # (a pass over every logged record: once)
+    return ("losses", parts) if parts else ("accuracy", accuracies)
 
 
 def _smooth(values: list[float], window: int) -> list[float]:
