@@ -8,8 +8,9 @@ X may be
   run folder of that name is in the current folder: a path the user can see wins over the built-in, and a folder
   that could not be loaded anyway (say, one of plots named minilm) does not hide the built-in.
 The latest checkpoint is the sub-folder the `latest` file names, else the highest-numbered one (step-000500,
-Hugging Face's checkpoint-500), as training's resume takes it (run_dir.latest_checkpoint). Half-written folders
-(hidden names: checkpointing.py writes .step-N.<pid>.<hex>.tmp first) never count.
+Hugging Face's checkpoint-500). For a minibert run this is what training's resume takes (run_dir.latest_checkpoint,
+which knows only step-N folders: a run folder holding other numbered folders could resume from another one).
+Half-written folders (hidden names: checkpointing.py writes .step-N.<pid>.<hex>.tmp first) never count.
 
 Errors are one line that names the option and the value and says what was expected: FileNotFoundError when
 nothing is there (no such path, a run with no complete checkpoint yet, the built-in's package not installed),

@@ -25,6 +25,14 @@ def _check_dtype(dtype):
     return checked
 
 
+def check_config_type(config, expected: type) -> None:
+    """A one-line ValueError unless `config` is a minibert `expected` (BertConfig, DistilBertConfig), saying how
+    to make one of what was given (a transformers config, a dict)."""
+    if not isinstance(config, expected):
+        raise ValueError(f"config must be a minibert {expected.__name__}, got {_config_kind(config)}"
+                         f"{_conversion_hint(config, expected.__name__)}")
+
+
 def _config_kind(config) -> str:
     """"a transformers BertConfig", "dict", ...: what a model was given instead of a minibert config."""
     name = type(config).__name__
@@ -78,9 +86,7 @@ class Model:
     def __init__(self, config: BertConfig, seed: int = 0, dtype=np.float32, init_weights: bool = True):
         """init_weights=False leaves every parameter at zero, for a caller that overwrites them all at once
         (loading a checkpoint): drawing the random init of a real vocabulary takes a second or more."""
-        if not isinstance(config, BertConfig):
-            raise ValueError(f"config must be a minibert BertConfig, got {_config_kind(config)}"
-                             f"{_conversion_hint(config, 'BertConfig')}")
+        check_config_type(config, BertConfig)
         config.validate()  # fields may have been changed since the config was made
         self.config = config
         self.dtype = _check_dtype(dtype)

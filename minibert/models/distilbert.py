@@ -23,6 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from minibert.distilbert_config import DistilBertConfig
+from minibert.models.base import check_config_type
 from minibert.models.bert import BertModel, bert_param_shapes
 from minibert.models.pretraining import BertForMaskedLM, mlm_head_shapes
 
@@ -92,10 +93,7 @@ class RenamedArrays:
 
 
 def _check_config(config):
-    if not isinstance(config, DistilBertConfig):
-        from minibert.models.base import _config_kind, _conversion_hint
-        raise ValueError(f"config must be a minibert DistilBertConfig, got {_config_kind(config)}"
-                         f"{_conversion_hint(config, 'DistilBertConfig')}")
+    check_config_type(config, DistilBertConfig)
 
 
 class _DistilBertNames:
