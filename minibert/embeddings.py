@@ -165,6 +165,7 @@ class SentenceEncoder:
         def embed(rows):  # one batch, on whichever thread runs it: (b, H) mean-pooled
             input_ids, attention_mask = pad_batch([token_ids[i] for i in rows], self.pad_id)
             hidden = self.body.forward(input_ids, attention_mask=attention_mask).last_hidden_state  # (b, T, H)
+            self.body._cache = None  # freed on this thread, before map_batches' hand-back (finetune/train.py)
             return mean_pool(hidden, attention_mask)
 
         with forward_only(self.model):  # no backward follows: the layers keep no activations
@@ -174,7 +175,6 @@ class SentenceEncoder:
                 done = tqdm(done, total=len(batches), desc="embedding", unit="batch", disable=None)
             for pooled, rows in zip(done, batches):  # the batches' generator first: it runs to its end
                 out[rows] = pooled  # written back to the callers' rows
-        self.body._cache = None  # the last batch's layer inputs
         return l2_normalize(out) if normalize else out
 
     __call__ = encode

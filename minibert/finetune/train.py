@@ -106,12 +106,16 @@ def forward_in_batches(model, encoded: list, pad_id: int, batch_size: int = 64, 
     with forward_only(model):  # eval mode; no backward follows, so the layers keep no activations
         def run(chosen):  # one batch, inputs by name (a model's inputs after input_ids are keyword-only)
             input_ids, token_type_ids, attention_mask = collate(encoded, chosen, pad_id)
-            return model.forward(input_ids, token_type_ids=token_type_ids, attention_mask=attention_mask)
+            out = model.forward(input_ids, token_type_ids=token_type_ids, attention_mask=attention_mask)
+            # No backward follows: free the layer inputs the encoder keeps for one now, on the thread that made
+            # them, before map_batches hands the worker threads' freed memory back (the last batch's ~20 MB would
+            # stay). Another batch's cache dropped by this line is not needed either.
+            model.bert._cache = None
+            return out
         outputs = map_batches(run, batches, workers)
         outputs = tqdm(outputs, total=len(batches), desc=desc, unit="batch", disable=not progress, leave=False)
         for out, chosen in zip(outputs, batches):  # the outputs' generator first: it runs to its end
             yield chosen, out
-    model.bert._cache = None  # free the last batch's layer inputs too
 
 
 def predict_logits(model, encoded: list, pad_id: int, batch_size: int = 64, progress: bool = False,

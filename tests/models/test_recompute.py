@@ -129,8 +129,18 @@ def test_inference_paths_keep_no_layer_activations_and_restore_the_model():
     model = BertForSequenceClassification(cfg, num_labels=3, seed=0)
     rng = np.random.default_rng(0)
     encoded = [(rng.integers(5, 53, n), np.zeros(n, dtype=np.int64)) for n in (5, 9, 12)]
-    kept = [len(entry) for _, _ in forward_in_batches(model, encoded, 0, batch_size=2) for entry in model.bert._cache[2]]
+    kept, forward = [], model.forward
+
+    def forward_and_look(*args, **kwargs):  # what the encoder keeps when each batch's forward returns
+        out = forward(*args, **kwargs)
+        kept.extend(len(entry) for entry in model.bert._cache[2])
+        return out
+
+    model.forward = forward_and_look
+    assert len(list(forward_in_batches(model, encoded, 0, batch_size=2))) == 2
+    del model.forward
     assert kept == [6] * (2 * cfg.num_hidden_layers)  # (input, generator, state, mask, training, rows) per layer
+    assert model.bert._cache is None  # and each batch's layer inputs were dropped after its forward
     assert model.training and not model.recompute
     vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"w{i}" for i in range(48)]
     encoder = SentenceEncoder(model, WordPieceTokenizer(vocab))
