@@ -132,12 +132,20 @@ class SentenceEncoder:
 
     def tokenize(self, texts: list[str]) -> list[list[int]]:
         """Each text's token ids ([CLS] ... [SEP]), cut to max_length: what encode_token_ids takes."""
-        ids = []
+        return self.tokenize_with_lengths(texts)[0]
+
+    def tokenize_with_lengths(self, texts: list[str]) -> tuple[list[list[int]], list[int]]:
+        """(`tokenize(texts)`, each text's length in tokens before the cut): one pass gives both, so a note about
+        the texts that were cut needs no second tokenization (`minibert embed`)."""
+        ids, lengths = [], []
         for i, text in enumerate(texts):
             if not isinstance(text, str):
                 raise ValueError(f"text {i} is a {type(text).__name__}, expected a string")
-            ids.append(list(self.tokenizer.encode(text, max_length=self.max_length, truncation=True).input_ids))
-        return ids
+            full = list(self.tokenizer.encode(text, truncation=False).input_ids)  # [CLS] A [SEP]
+            lengths.append(len(full))
+            # Cut as encode(text, max_length, truncation=True) cuts: the end of A goes, the closing [SEP] stays.
+            ids.append(full if len(full) <= self.max_length else full[:self.max_length - 1] + full[-1:])
+        return ids, lengths
 
     def encode(self, texts, batch_size: int = 32, normalize: bool | None = None,
                progress: bool = False, workers: int | None = None) -> np.ndarray:

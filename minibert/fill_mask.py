@@ -34,12 +34,13 @@ class FillMask:
         self.model, self.tokenizer = model, tokenizer
 
     @classmethod
-    def from_pretrained(cls, path: str | Path) -> "FillMask":
-        """Load a model folder (config.json, model.safetensors, vocab.txt) or a run folder's latest checkpoint."""
+    def from_pretrained(cls, path: str | Path, option: str | None = None) -> "FillMask":
+        """Load a model folder (config.json, model.safetensors, vocab.txt) or a run folder's latest checkpoint;
+        an error about `path` names `option` when given (the command's "--model")."""
         from minibert.models import BertForMaskedLM, BertForPreTraining
         from minibert.tokenizer import WordPieceTokenizer
         from minibert.training.run_dir import resolve_model_dir
-        folder = resolve_model_dir(path)
+        folder = resolve_model_dir(path, option)
         tokenizer_folder = folder
         if not _has_mlm_head(folder) and (folder / "generator" / "config.json").is_file():
             folder = folder / "generator"  # ELECTRA: the discriminator has no MLM head, its generator has one
@@ -64,7 +65,17 @@ class FillMask:
     def check(self, text: str) -> None:
         """Raise the ValueError that filling `text` would raise (no [MASK], too long) without running the model,
         so that several texts can all be checked before the first one's guesses are shown."""
-        encode_masked(_masked_lm(self.model), self.tokenizer, text)
+        self.encode(text)
+
+    def encode(self, text: str) -> tuple[np.ndarray, np.ndarray]:
+        """`check`, keeping what it computed: (token ids (T,), [MASK] positions (M,)) for `fill_encoded`, so that
+        checking every text first does not encode each one twice."""
+        return encode_masked(_masked_lm(self.model), self.tokenizer, text)
+
+    def fill_encoded(self, encoded: tuple[np.ndarray, np.ndarray], top_k: int = 5) -> list[list[dict]]:
+        """`self(text, top_k)` for a text already encoded: `encoded` is `self.encode(text)`."""
+        _check_top_k(top_k)
+        return _fill_encoded(_masked_lm(self.model), self.tokenizer, *encoded, top_k)
 
 
 def _masked_lm(model):
@@ -99,12 +110,20 @@ def encode_masked(model, tokenizer, text: str) -> tuple[np.ndarray, np.ndarray]:
 
 def fill_mask(model, tokenizer, text: str, top_k: int = 5) -> list[list[dict]]:
     """For each [MASK] in `text`, the `top_k` most likely tokens: {"token_str", "score", "token", "sequence"}."""
-    if isinstance(top_k, bool) or not isinstance(top_k, (int, np.integer)) or top_k < 1:
-        raise ValueError(f"top_k must be an integer of at least 1, got {top_k!r}")
+    _check_top_k(top_k)
     from minibert.embeddings import check_model_and_tokenizer
     check_model_and_tokenizer("fill_mask(model, tokenizer, text)", model, tokenizer)
     model = _masked_lm(model)
-    ids, positions = encode_masked(model, tokenizer, text)
+    return _fill_encoded(model, tokenizer, *encode_masked(model, tokenizer, text), top_k)
+
+
+def _check_top_k(top_k) -> None:
+    if isinstance(top_k, bool) or not isinstance(top_k, (int, np.integer)) or top_k < 1:
+        raise ValueError(f"top_k must be an integer of at least 1, got {top_k!r}")
+
+
+def _fill_encoded(model, tokenizer, ids: np.ndarray, positions: np.ndarray, top_k: int) -> list[list[dict]]:
+    """fill_mask's answer for a text encode_masked encoded: `model` is the masked LM itself (_masked_lm)."""
     # Labels at the [MASK] positions make the model run its decoder only there: logits (M, V).
     labels = np.full((1, len(ids)), IGNORE_INDEX, dtype=np.int64)
     labels[0, positions] = ids[positions]

@@ -31,6 +31,17 @@ def test_bad_calls_are_one_clear_error():
         fill_mask(BertForMaskedLM(config(10)), TOK, "hello [MASK].", top_k=2.5)
 
 
+
+def test_fill_encoded_gives_what_a_call_gives():
+    """encode checks a text without running the model; fill_encoded then fills it without encoding it again."""
+    filler = FillMask(BertForMaskedLM(config(10), seed=0), TOK)
+    encoded = filler.encode("hello [MASK] the [MASK].")
+    assert filler.fill_encoded(encoded, top_k=3) == filler("hello [MASK] the [MASK].", top_k=3)
+    with pytest.raises(ValueError, match="top_k must be an integer of at least 1, got 0"):
+        filler.fill_encoded(encoded, top_k=0)
+    with pytest.raises(ValueError, match=r"no \[MASK\] in the text"):
+        filler.encode("hello world")
+
 def test_an_electra_run_fills_in_with_its_generator():
     from minibert.models.electra import generator_config
     from minibert.models.electra_pretraining import ElectraPretrainer

@@ -53,12 +53,13 @@ def run(args) -> int:
         from minibert.viz.mpl import require_matplotlib
         require_matplotlib()  # before the model loads; cli.main turns its ImportError into one line
     tokenizer = load_tokenizer(model_dir, tokenizer_dir)
+    # (encoding, note), once: the page's size is checked on it before the model loads, and the model runs on it
+    encoded = encode_for_model(tokenizer, config, args.text, args.pair)
     if html_out is not None:  # a text too long for one page: said before the model loads and runs
         from minibert.viz.attention_html import check_fits_page
-        encoding, _ = encode_for_model(tokenizer, config, args.text, args.pair)  # (as compute_attention will)
-        check_fits_page(len(encoding.input_ids), config.num_hidden_layers, config.num_attention_heads)
+        check_fits_page(len(encoded[0].input_ids), config.num_hidden_layers, config.num_attention_heads)
     model = load_encoder(model_dir)
-    result = compute_attention(model, tokenizer, args.text, args.pair)
+    result = compute_attention(model, tokenizer, args.text, args.pair, encoded=encoded)
     if result.note:
         print(f"note: {result.note}", file=sys.stderr)
     shown = result.tokens if len(result.tokens) <= 40 else result.tokens[:20] + ["..."] + result.tokens[-10:]

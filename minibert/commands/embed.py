@@ -53,8 +53,12 @@ def read_texts(args) -> list[str]:
 
 def truncation_note(encoder, texts: list[str], names=None) -> str | None:
     """A note for the texts longer than the encoder reads (they are cut to its max_length), or None."""
-    limit = encoder.max_length
     lengths = [len(encoder.tokenizer.encode(t).input_ids) for t in texts]
+    return truncation_note_for_lengths(encoder.max_length, lengths, names)
+
+
+def truncation_note_for_lengths(limit: int, lengths: list[int], names=None) -> str | None:
+    """truncation_note for texts already tokenized: `lengths` are their token counts before the cut."""
     long = [i for i, n in enumerate(lengths) if n > limit]
     if not long:
         return None
@@ -62,7 +66,7 @@ def truncation_note(encoder, texts: list[str], names=None) -> str | None:
         which = " and ".join(f"{names[i]} has {lengths[i]:,} tokens" for i in long)
         return (f"note: {which}, more than the model reads ({limit}, --max-length): only the first {limit} "
                 f"count")
-    return (f"note: {len(long)} of {len(texts)} texts {'is' if len(long) == 1 else 'are'} longer than the model "
+    return (f"note: {len(long)} of {len(lengths)} texts {'is' if len(long) == 1 else 'are'} longer than the model "
             f"reads ({limit} tokens, --max-length; the longest has {max(lengths):,}): only the first {limit} count")
 
 
@@ -97,11 +101,12 @@ def run(args) -> int:
     texts = read_texts(args)
     folder = checked_model_folder(args)
     encoder = SentenceEncoder.from_pretrained(folder, max_length=args.max_length, normalize=args.normalize)
-    note = truncation_note(encoder, texts)
+    token_ids, lengths = encoder.tokenize_with_lengths(texts)  # once: for the note and for the model
+    note = truncation_note_for_lengths(encoder.max_length, lengths)
     if note:
         print(note, file=sys.stderr)
-    embeddings = encoder.encode(texts, batch_size=args.batch_size, progress=len(texts) > 4 * args.batch_size,
-                                workers=args.workers)
+    embeddings = encoder.encode_token_ids(token_ids, batch_size=args.batch_size,
+                                          progress=len(texts) > 4 * args.batch_size, workers=args.workers)
 
     if args.out:
         with atomic_path(args.out) as tmp:

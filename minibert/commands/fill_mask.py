@@ -23,17 +23,18 @@ def run(args) -> int:
     from minibert.fill_mask import FillMask
     if args.top_k < 1:
         raise ValueError(f"--top-k must be at least 1, got {args.top_k}")
-    from minibert.io.model_folder import resolve_model_folder
     from minibert.commands.tokenize import check_argument_text
     for i, text in enumerate(args.text, 1):  # (before the model is loaded)
         check_argument_text(text, f"text {i}")
-    filler = FillMask.from_pretrained(resolve_model_folder(args.model, "--model"))  # (errors name --model)
+    filler = FillMask.from_pretrained(args.model, option="--model")
+    encoded = []
     for i, text in enumerate(args.text, 1):  # every text, before the first one's guesses are shown
         try:
-            filler.check(text)
+            encoded.append(filler.encode(text))
         except ValueError as e:
             raise ValueError(f"text {i} ({quoted(text)}): {e}") from None
-    results = [filler(text, top_k=args.top_k) for text in args.text]  # (never special tokens, even for a large K)
+    # (never special tokens, even for a large K)
+    results = [filler.fill_encoded(ids_and_masks, top_k=args.top_k) for ids_and_masks in encoded]
     if args.json:
         print(json.dumps(results[0] if len(results) == 1 else results, indent=2, ensure_ascii=False))
         return 0

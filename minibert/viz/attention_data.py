@@ -94,9 +94,12 @@ def encode_for_model(tokenizer, config, text: str, text_pair: str | None = None)
                  f"truncated to the first {len(enc.input_ids)}")
 
 
-def compute_attention(model, tokenizer, text: str, text_pair: str | None = None) -> AttentionResult:
-    """Run the model once (eval mode) and collect every layer's attention probabilities."""
-    enc, note = encode_for_model(tokenizer, model.config, text, text_pair)
+def compute_attention(model, tokenizer, text: str, text_pair: str | None = None,
+                      encoded=None) -> AttentionResult:
+    """Run the model once (eval mode) and collect every layer's attention probabilities. `encoded`: what
+    encode_for_model gave for this text, when the caller has it already (the command measures the text before
+    the model loads)."""
+    enc, note = encode_for_model(tokenizer, model.config, text, text_pair) if encoded is None else encoded
     ids = np.asarray([enc.input_ids], dtype=np.int64)  # (1, T)
     types = np.asarray([enc.token_type_ids], dtype=np.int64)  # (1, T)
     was_training = model.training

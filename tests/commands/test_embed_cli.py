@@ -50,6 +50,24 @@ def test_embed_file_to_npy_one_row_per_line(model_dir, encoder, tmp_path, capsys
     assert sorted(p.name for p in tmp_path.iterdir()) == ["emb.npy", "in.txt"]  # no temp file left
 
 
+
+def test_embed_tokenizes_each_text_once(model_dir, encoder, tmp_path, capsys, monkeypatch):
+    """The note about long texts counts the tokens the embedding already needed: no second tokenization."""
+    from minibert.tokenizer import WordPieceTokenizer
+    calls = []
+    encode = WordPieceTokenizer.encode
+    monkeypatch.setattr(WordPieceTokenizer, "encode", lambda self, text, *a, **k: calls.append(text) or
+                        encode(self, text, *a, **k))
+    texts = ["the cat sat", " ".join(["the cat"] * 20), "a dog ran fast"]
+    out = tmp_path / "emb.npy"
+    assert main(["embed", "--model", str(model_dir), "--max-length", "8", *texts, "--out", str(out)]) == 0
+    assert sorted(calls) == sorted(texts)
+    assert "note: 1 of 3 texts is longer than the model reads (8 tokens, --max-length; the longest has 42)" \
+        in capsys.readouterr().err
+    monkeypatch.undo()
+    short = SentenceEncoder.from_pretrained(model_dir, max_length=8)
+    np.testing.assert_allclose(np.load(out, allow_pickle=False), short.encode(texts), atol=1e-6)
+
 def test_similarity(model_dir, encoder, capsys):
     assert main(["similarity", "--model", str(model_dir), "the cat sat", "the cat sat on the mat"]) == 0
     printed = float(capsys.readouterr().out)

@@ -101,3 +101,22 @@ def test_every_text_is_checked_before_any_guess_and_named(model_dir, capsys):
     assert 'text 1 ("the [MASK] fish fish' in err and "more than the model's" in err
     assert main(["fill-mask", "--model", str(model_dir), "caf\udce9 [MASK]"]) == 2
     assert "text 1: not UTF-8 text: byte 0xe9 at byte offset 3" in capsys.readouterr().err
+
+
+def test_command_resolves_the_folder_once_and_encodes_each_text_once(model_dir, capsys, monkeypatch):
+    from minibert.io import model_folder
+    from minibert.tokenizer import WordPieceTokenizer
+    folders, texts = [], []
+    resolve, encode = model_folder.resolve_model_folder, WordPieceTokenizer.encode
+    monkeypatch.setattr(model_folder, "resolve_model_folder", lambda value, *a, **k: folders.append(value) or
+                        resolve(value, *a, **k))
+    monkeypatch.setattr(WordPieceTokenizer, "encode", lambda self, text, *a, **k: texts.append(text) or
+                        encode(self, text, *a, **k))
+    given = ["the [MASK] eats fish .", "[MASK] fox eats [MASK] ."]
+    assert main(["fill-mask", "--model", str(model_dir), *given, "--top-k", "2", "--json"]) == 0
+    # --model resolved once (by FillMask.from_pretrained, naming --model in its errors), then only the generic
+    # loader's own look at the folder it is handed (io/checkpoint.load_pretrained takes run folders too)
+    assert folders == [str(model_dir), model_dir] and texts == given
+    monkeypatch.undo()
+    filler = FillMask.from_pretrained(model_dir)
+    assert json.loads(capsys.readouterr().out) == [filler(t, top_k=2) for t in given]

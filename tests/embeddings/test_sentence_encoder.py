@@ -63,6 +63,16 @@ def test_long_text_is_truncated_to_the_position_limit(encoder):
     np.testing.assert_allclose(vector, encoder.encode([" ".join(["cat"] * 14)])[0], atol=1e-6)  # 14 + CLS + SEP
 
 
+
+def test_tokenize_with_lengths_cuts_as_the_tokenizer_does(encoder):
+    """One tokenization gives the cut ids and the lengths before the cut (the embed command's note needs both)."""
+    texts = [" ".join(["cat"] * 100), "a dog", " ".join(["cat"] * 14), " ".join(["cat"] * 15), ""]
+    ids, lengths = encoder.tokenize_with_lengths(texts)
+    assert ids == [list(encoder.tokenizer.encode(t, max_length=16, truncation=True).input_ids) for t in texts]
+    assert ids == encoder.tokenize(texts)
+    assert lengths == [len(encoder.tokenizer.encode(t).input_ids) for t in texts] == [102, 4, 16, 17, 2]
+    assert ids[0][-1] == encoder.tokenizer.sep_token_id and len(ids[0]) == 16
+
 def test_mean_pool_ignores_padding():
     rng = np.random.default_rng(0)
     hidden = rng.standard_normal((3, 5, 4))

@@ -44,6 +44,20 @@ def test_embedded_weights_are_the_models(page, tiny_model_dir):
     np.testing.assert_allclose(got, expected, atol=1e-4)  # stored with 4 decimals
 
 
+
+def test_the_text_is_encoded_once(tiny_model_dir, tmp_path, capsys, monkeypatch):
+    """The page's size is checked on the same encoding the model then runs on (it was encoded twice)."""
+    from minibert.tokenizer import WordPieceTokenizer
+    calls = []
+    encode = WordPieceTokenizer.encode
+    monkeypatch.setattr(WordPieceTokenizer, "encode", lambda self, text, *a, **k: calls.append(text) or
+                        encode(self, text, *a, **k))
+    out = tmp_path / "once.html"
+    assert main(["attention", "--model", str(tiny_model_dir), TEXT, "--html", str(out)]) == 0
+    assert calls == [TEXT]
+    assert embedded_data(out.read_text(encoding="utf-8"))["tokens"] == ["[CLS]"] + TEXT.split() + ["[SEP]"]
+    assert "12 tokens: [CLS] the cat sat" in capsys.readouterr().out
+
 def test_script_end_tag_in_text_cannot_break_the_page(tiny_model_dir, tmp_path):
     out = tmp_path / "evil.html"
     evil = "the cat </script><script>window.pwned = 1</script> sat"
