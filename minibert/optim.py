@@ -52,7 +52,7 @@ class AdamW:
                  no_decay=default_no_decay, shard: slice | None = None):
         """shard: update only these entries of the flat buffers and keep moments for them alone (ZeRO stage 1
         over data-parallel ranks, training/sharded.py); the other entries are left as they are."""
-        _check_arrays(params, grads)
+        self.flat = _check_arrays(params, grads)  # True: a model's flat buffers of one layout
         for name, value in (("lr", lr), ("eps", eps), ("weight_decay", weight_decay)):
             _check_number(value, name, "AdamW")
         if lr < 0 or eps < 0 or weight_decay < 0:
@@ -68,7 +68,6 @@ class AdamW:
         self.params, self.grads = params, grads
         self.lr, self.betas, self.eps, self.weight_decay = lr, tuple(betas), eps, weight_decay
         self.decay = {name: (not no_decay(name)) for name in params}
-        self.flat = _flat_pair(params, grads)
         if shard is not None and not self.flat:
             raise ValueError("AdamW: a shard needs params and grads in flat buffers of one layout (minibert/flat.py)")
         if shard is not None:  # moments for the shard only: 1-D arrays, entry i is the buffer's entry shard.start + i
@@ -164,9 +163,9 @@ def _check_number(value, name: str, where: str) -> None:
         raise TypeError(f"{where}: {name} must be a number, got {value!r}")
 
 
-def _check_arrays(params, grads) -> None:
+def _check_arrays(params, grads) -> bool:
     """params and grads: dicts of name -> floating-point array, every name of params in grads with its shape, and
-    not a model's two dicts swapped (one line, naming the argument, otherwise)."""
+    not a model's two dicts swapped (one line, naming the argument, otherwise). Returns _flat_pair(params, grads)."""
     for arg, value in (("params", params), ("grads", grads)):
         if not isinstance(value, Mapping):
             raise TypeError(f"AdamW: {arg} must be a dict of name -> array, e.g. model.{arg} (got a "
@@ -185,9 +184,11 @@ def _check_arrays(params, grads) -> None:
     # Swapped (AdamW(model.grads, model.params)): a model's weights are never all zero (LayerNorm weights start
     # at 1), its gradients are until the first backward. Only checked for a model's flat buffers: a plain dict of
     # zero weights (a toy problem) is legitimate.
-    if _flat_pair(params, grads) and params.buffer.size and not params.buffer.any() and grads.buffer.any():
+    flat = _flat_pair(params, grads)
+    if flat and params.buffer.size and not params.buffer.any() and grads.buffer.any():
         raise ValueError("AdamW: params are all zero and grads are not: swapped? The weights come first: "
                          "AdamW(model.params, model.grads, lr=...)")
+    return flat
 
 
 def _adam_update(p, g, m, v, tmp, b1, b2, step_size, inv_sqrt_bc2, eps):

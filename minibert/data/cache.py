@@ -61,7 +61,8 @@ def atomic_folder(target: Path) -> Iterator[Path]:
 
 def tokenizer_fingerprint(tokenizer) -> str:
     """A hash of the files the tokenizer saves (vocab.txt, tokenizer.json, tokenizer_config.json): same files, same
-    ids."""
+    ids. (tokenizer.json, made from the other two, adds nothing to the key; it is hashed anyway, as whatever
+    save_pretrained writes is, so that the key follows the saved files with no list of them to keep up to date.)"""
     h = hashlib.sha256()
     with tempfile.TemporaryDirectory() as tmp:
         tokenizer.save_pretrained(tmp)

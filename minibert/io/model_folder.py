@@ -8,8 +8,8 @@ X may be
   run folder of that name is in the current folder: a path the user can see wins over the built-in, and a folder
   that could not be loaded anyway (say, one of plots named minilm) does not hide the built-in.
 The latest checkpoint is the sub-folder the `latest` file names, else the highest-numbered one (step-000500,
-Hugging Face's checkpoint-500). For a minibert run this is what training's resume takes (run_dir.latest_checkpoint,
-which knows only step-N folders: a run folder holding other numbered folders could resume from another one).
+Hugging Face's checkpoint-500): run_dir.newest_checkpoint, the rule training's resume follows too, except that resume
+knows only step-N folders (a run folder holding other numbered folders could resume from another one).
 Half-written folders (hidden names: checkpointing.py writes .step-N.<pid>.<hex>.tmp first) never count.
 
 Errors are one line that names the option and the value and says what was expected: FileNotFoundError when
@@ -23,7 +23,7 @@ import os
 import re
 from pathlib import Path
 
-from minibert.training.run_dir import CHECKPOINTS, LATEST
+from minibert.training.run_dir import CHECKPOINTS, LATEST, newest_checkpoint
 
 CONFIG = "config.json"
 VOCAB = "vocab.txt"
@@ -47,7 +47,7 @@ def resolve_model_folder(value: str | os.PathLike, option: str | None = "--model
     checkpoints = checkpoints_folder(path)
     if checkpoints is None:
         raise ValueError(f"{_named(option, value)}: no {CONFIG} in it and no {CHECKPOINTS}/ sub-folder ({EXPECTED})")
-    latest = newest_checkpoint(checkpoints)
+    latest = newest_checkpoint(checkpoints, _NUMBERED)
     if latest is None:
         raise FileNotFoundError(f"{_named(option, value)}: the run has no complete checkpoint yet (no "
                                 f"{checkpoints}/step-N/{CONFIG})")
@@ -107,20 +107,9 @@ def checkpoints_folder(path: Path) -> Path | None:
     return None
 
 
-def newest_checkpoint(checkpoints: Path) -> Path | None:
-    """The checkpoint the `latest` file names if it is complete (has config.json), else the highest-numbered
-    complete one; None if there is none. (A `latest` naming a deleted folder falls back, as resume does.)"""
-    pointer = checkpoints / LATEST
-    if pointer.is_file():
-        name = pointer.read_text(encoding="utf-8").strip()
-        if name and (checkpoints / name / CONFIG).is_file():
-            return checkpoints / name
-    numbered = [(int(m.group(1)), d.name) for d in checkpoints.iterdir()
-                if (m := _NUMBERED.fullmatch(d.name)) and (d / CONFIG).is_file()]
-    return checkpoints / max(numbered)[1] if numbered else None
-
-
-_NUMBERED = re.compile(r"[^.].*?(\d+)")  # step-000500, checkpoint-500; never a hidden (half-written) folder
+# The numbered folders a model may be loaded from: step-000500 and Hugging Face's checkpoint-500 (resume takes only
+# the first); never a hidden (half-written) folder.
+_NUMBERED = re.compile(r"[^.].*?(\d+)")
 
 
 def _means_builtin(value, usable_as_path) -> bool:

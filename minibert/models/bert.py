@@ -251,10 +251,11 @@ class BertModel(Model):
                 output_hidden_states=False):
         """Run the encoder: `model(input_ids, attention_mask=mask)`.
 
-        input_ids (B, T) integer token ids (a 1-D (T,) is one sequence); every other input is keyword-only, since
-        transformers' positional order (input_ids, attention_mask, token_type_ids) differs from BERT's own:
-        token_type_ids (B, T) segment ids 0/1 (default all 0), attention_mask (B, T) 1 for tokens, 0 for padding
-        (default all 1). `model(**tokenizer.encode_batch(texts))` passes all three.
+        input_ids (B, T) integer token ids (a 1-D (T,) is one sequence); every other input, here and in every
+        model's forward, is keyword-only, since transformers' positional order (input_ids, attention_mask,
+        token_type_ids) differs from BERT's own: token_type_ids (B, T) segment ids 0/1 (default all 0),
+        attention_mask (B, T) 1 for tokens, 0 for padding (default all 1). `model(**tokenizer.encode_batch(texts))`
+        passes all three.
 
         Returns a ModelOutput: `.last_hidden_state` (B, T, H), `.pooler_output` (B, H) (tanh(dense) of [CLS];
         None without a pooler), `.attentions` (L arrays (B, A, T, T), with output_attentions=True: after attention

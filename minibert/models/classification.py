@@ -83,10 +83,10 @@ class BertForSequenceClassification(ClassLabels, Model):
                 output_hidden_states=False):
         """Class scores, and with labels the loss: `model(ids, attention_mask=mask, labels=y)`.
 
-        input_ids (B, T); the rest keyword-only (transformers' positional order differs): token_type_ids (B, T),
-        attention_mask (B, T) as BertModel.forward; labels: class indices (B,) integers (cross-entropy), or
-        floats: (B,) / (B, C) for regression (mean squared error, num_labels 1 or problem_type "regression"),
-        (B, C) 0/1 for multi-label (binary cross-entropy); strings are refused (map names with model.label2id).
+        input_ids (B, T), token_type_ids (B, T), attention_mask (B, T) as BertModel.forward; labels: class indices
+        (B,) integers (cross-entropy), or floats: (B,) / (B, C) for regression (mean squared error, num_labels 1 or
+        problem_type "regression"), (B, C) 0/1 for multi-label (binary cross-entropy); strings are refused (map
+        names with model.label2id).
 
         Returns `.logits` (B, C) and `.loss` (with labels); `.attentions` / `.hidden_states` as BertModel's."""
         self._cache = None  # a forward that fails must not leave an older batch's caches for backward()

@@ -127,31 +127,19 @@ class _DistilBertNames:
 
 
 class DistilBertModel(_DistilBertNames, BertModel):
-    """The bare DistilBERT encoder: `.last_hidden_state` (B, T, H); no pooler (pooler_output is None).
-    token_type_ids, when given, are ignored (DistilBERT has no token types)."""
+    """The bare DistilBERT encoder: `.last_hidden_state` (B, T, H); no pooler (pooler_output is None). forward as
+    BertModel.forward; token_type_ids, when given, are ignored (DistilBERT has no token types), so a tokenizer's
+    whole batch passes as `model(**batch)`."""
 
     def __init__(self, config, seed=0, dtype=np.float32, init_weights=True):
         _check_config(config)
         self._make_names(config)
         super().__init__(config, seed=seed, dtype=dtype, add_pooling_layer=False, init_weights=init_weights)
 
-    def forward(self, input_ids, *, token_type_ids=None, attention_mask=None, output_attentions=False,
-                output_hidden_states=False):
-        """Run the encoder: `model(input_ids, attention_mask=mask)`.
-
-        input_ids (B, T); attention_mask (B, T) 1 for tokens, 0 for padding, keyword-only (as every input after
-        input_ids); token_type_ids are accepted and ignored (DistilBERT has no token types), so a tokenizer's
-        whole batch passes as `model(**batch)`. Returns `.last_hidden_state` (B, T, H), `.pooler_output` None,
-        `.attentions` / `.hidden_states` as BertModel.forward."""
-        return super().forward(input_ids, token_type_ids=token_type_ids, attention_mask=attention_mask,
-                               output_attentions=output_attentions, output_hidden_states=output_hidden_states)
-
-    __call__ = forward
-
 
 class DistilBertForMaskedLM(_DistilBertNames, BertForMaskedLM):
     """DistilBERT with its MLM head (vocab_transform, vocab_layer_norm, vocab_projector tied to the word
-    embeddings); forward and backward as BertForMaskedLM (sparse prediction with labels)."""
+    embeddings); forward and backward as BertForMaskedLM (sparse prediction with labels), token_type_ids ignored."""
 
     base_prefix = "distilbert."
     mlm_head = True
@@ -164,17 +152,3 @@ class DistilBertForMaskedLM(_DistilBertNames, BertForMaskedLM):
         self._make_names(config)
         super().__init__(config, seed=seed, dtype=dtype, init_weights=init_weights)
         self.distilbert = self.bert  # Hugging Face's attribute name; .bert is what the shared code uses
-
-    def forward(self, input_ids, *, token_type_ids=None, attention_mask=None, labels=None, output_attentions=False,
-                output_hidden_states=False):
-        """Masked-LM logits, and with labels the loss: `model(ids, attention_mask=mask, labels=labels)`.
-
-        As BertForMaskedLM.forward (token_type_ids accepted and ignored: DistilBERT has none). Without labels
-        `.logits` (B, T, V); WITH labels (-100 where not masked) `.logits` is (M, V), one row per labelled position
-        only (transformers gives (B, T, V)), `.masked_positions` (M,) their flat indices into B*T; forward without
-        labels for (B, T, V)."""
-        return super().forward(input_ids, token_type_ids=token_type_ids, attention_mask=attention_mask,
-                               labels=labels, output_attentions=output_attentions,
-                               output_hidden_states=output_hidden_states)
-
-    __call__ = forward

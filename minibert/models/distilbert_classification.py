@@ -20,8 +20,8 @@ from minibert.models.distilbert import _check_config, _DistilBertNames
 
 class DistilBertForSequenceClassification(_DistilBertNames, BertForSequenceClassification):
     """DistilBERT + its classification head on [CLS] (pre_classifier, ReLU, dropout, classifier): `.logits` (B, C)
-    (transformers' DistilBertForSequenceClassification, same names); labels and losses as
-    BertForSequenceClassification's."""
+    (transformers' DistilBertForSequenceClassification, same names); forward, labels and losses as
+    BertForSequenceClassification's, token_type_ids ignored (DistilBERT has none)."""
 
     base_prefix = "distilbert."
     dropout_key = "seq_classif_dropout"
@@ -33,18 +33,6 @@ class DistilBertForSequenceClassification(_DistilBertNames, BertForSequenceClass
         self._make_names(config)
         super().__init__(config, num_labels=num_labels, seed=seed, dtype=dtype, init_weights=init_weights)
         self.bert = self.distilbert = BertEncoder(self, "bert.", pooler=False)  # .bert: the shared code's name
-
-    def forward(self, input_ids, *, token_type_ids=None, attention_mask=None, labels=None, output_attentions=False,
-                output_hidden_states=False):
-        """Class scores, and with labels the loss: `model(ids, attention_mask=mask, labels=y)`.
-
-        As BertForSequenceClassification.forward (token_type_ids accepted and ignored: DistilBERT has none):
-        `.logits` (B, C); labels (B,) class indices, or floats for regression / multi-label."""
-        return super().forward(input_ids, token_type_ids=token_type_ids, attention_mask=attention_mask,
-                               labels=labels, output_attentions=output_attentions,
-                               output_hidden_states=output_hidden_states)
-
-    __call__ = forward
 
     def param_shapes(self):
         """Every parameter's DistilBERT name -> shape: the encoder's, then the two-layer head's."""

@@ -119,9 +119,9 @@ class BertForPreTraining(_MaskedLMBase):
         """Masked-LM and next-sentence logits, and with targets their losses: `model(ids, attention_mask=mask,
         labels=labels, next_sentence_label=nsl)`; then `model.backward()`.
 
-        input_ids (B, T); the rest keyword-only (transformers' positional order differs): token_type_ids (B, T),
-        attention_mask (B, T) as BertModel.forward; labels (B, T) the original token at each masked position,
-        -100 elsewhere; next_sentence_label (B,) 0 = B follows A, 1 = B is random.
+        input_ids (B, T), token_type_ids (B, T), attention_mask (B, T) as BertModel.forward; labels (B, T) the
+        original token at each masked position, -100 elsewhere; next_sentence_label (B,) 0 = B follows A, 1 = B is
+        random.
 
         Returns `.loss` (mlm_loss + nsp_loss, of the targets given), `.mlm_loss`, `.nsp_loss`,
         `.seq_relationship_logits` (B, 2), `.prediction_logits`: without labels (B, T, V) at every position;
@@ -178,9 +178,8 @@ class BertForMaskedLM(_MaskedLMBase):
                 output_hidden_states=False):
         """Masked-LM logits, and with labels the loss: `model(ids, attention_mask=mask, labels=labels)`.
 
-        input_ids (B, T); the rest keyword-only (transformers' positional order differs): token_type_ids (B, T),
-        attention_mask (B, T) as BertModel.forward; labels (B, T) the original token at each masked position,
-        -100 elsewhere.
+        input_ids (B, T), token_type_ids (B, T), attention_mask (B, T) as BertModel.forward; labels (B, T) the
+        original token at each masked position, -100 elsewhere.
 
         Without labels, `.logits` (B, T, V) at every position, as transformers. WITH labels, unlike transformers'
         (B, T, V), `.logits` (= `.prediction_logits`) is (M, V): one row per labelled position only, the decoder

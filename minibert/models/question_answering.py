@@ -58,9 +58,9 @@ class BertForQuestionAnswering(Model):
                 end_positions=None, output_attentions=False, output_hidden_states=False):
         """`.start_logits`, `.end_logits` (B, T); with both positions (B,), `.loss`.
 
-        input_ids (B, T); the rest keyword-only (transformers' positional order differs): token_type_ids (0 for
-        the question, 1 for the context), attention_mask (B, T) as BertModel.forward; start_positions,
-        end_positions (B,) token indices of the answer span (clipped to [0, T]; T = none in this window)."""
+        input_ids (B, T), token_type_ids (0 for the question, 1 for the context), attention_mask (B, T) as
+        BertModel.forward; start_positions, end_positions (B,) token indices of the answer span (clipped to [0, T];
+        T = none in this window)."""
         self._cache = None
         if (start_positions is None) != (end_positions is None):
             raise ValueError("give both start_positions and end_positions, or neither")

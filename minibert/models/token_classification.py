@@ -45,8 +45,7 @@ class BertForTokenClassification(ClassLabels, Model):
                 output_hidden_states=False):
         """`.logits` (B, T, C); with labels (B, T) (-100 = ignored), `.loss`, the mean over labelled tokens.
 
-        input_ids (B, T); the rest keyword-only (transformers' positional order differs): token_type_ids,
-        attention_mask (B, T) as BertModel.forward."""
+        input_ids, token_type_ids, attention_mask (B, T) as BertModel.forward."""
         self._cache = None  # a forward that fails must not leave an older batch's caches for backward()
         out = self.bert.forward(input_ids, token_type_ids=token_type_ids, attention_mask=attention_mask,
                                 output_attentions=output_attentions, output_hidden_states=output_hidden_states)

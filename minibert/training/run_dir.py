@@ -17,6 +17,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import re
 import shutil
 import time
 from pathlib import Path
@@ -26,6 +27,7 @@ from minibert.io.atomic import atomic_write_text, check_folder_path
 
 CHECKPOINTS = "checkpoints"
 LATEST = "latest"
+STEP_FOLDER = re.compile(r"step-(\d+)")  # minibert's own checkpoint folders (checkpoint_name): all resume takes
 RUN_FILES = ("settings.json", "metrics.jsonl", "summary.json", "training.png")  # what a run writes beside checkpoints/
 
 
@@ -161,11 +163,8 @@ def checkpoint_name(step: int) -> str:
 def checkpoint_steps(run: Path) -> list[int]:
     """Steps of the complete checkpoint folders of a run, oldest first."""
     folder = Path(run) / CHECKPOINTS
-    steps = []
-    for p in folder.glob("step-*") if folder.is_dir() else ():
-        if p.is_dir() and p.name[5:].isdigit() and (p / "config.json").exists():
-            steps.append(int(p.name[5:]))
-    return sorted(steps)
+    return sorted(int(m.group(1)) for p in (folder.iterdir() if folder.is_dir() else ())
+                  if (m := STEP_FOLDER.fullmatch(p.name)) and (p / "config.json").is_file())
 
 
 def write_latest(run: Path, step: int) -> None:
@@ -173,15 +172,25 @@ def write_latest(run: Path, step: int) -> None:
 
 
 def latest_checkpoint(run: str | Path) -> Path | None:
-    """The checkpoint the `latest` file names (or the highest-numbered one); None if the run has none."""
-    run = Path(run)
-    pointer = run / CHECKPOINTS / LATEST
-    if pointer.exists():
-        folder = run / CHECKPOINTS / pointer.read_text(encoding="utf-8").strip()
-        if (folder / "config.json").exists():
-            return folder
-    steps = checkpoint_steps(run)
-    return run / CHECKPOINTS / checkpoint_name(steps[-1]) if steps else None
+    """The checkpoint `run` resumes from: newest_checkpoint of its checkpoints/ among minibert's own step-N
+    folders; None if the run has none."""
+    return newest_checkpoint(Path(run) / CHECKPOINTS)
+
+
+def newest_checkpoint(checkpoints: Path, numbered: re.Pattern = STEP_FOLDER) -> Path | None:
+    """The checkpoint the `latest` file in `checkpoints` names if it is complete (has config.json), else the
+    highest-numbered complete folder whose whole name `numbered` matches (its group 1: the number); None if there
+    is none. (A `latest` naming a deleted folder falls back: resume takes the newest checkpoint that is left.)"""
+    if not checkpoints.is_dir():
+        return None
+    pointer = checkpoints / LATEST
+    if pointer.is_file():
+        name = pointer.read_text(encoding="utf-8").strip()
+        if name and (checkpoints / name / "config.json").is_file():
+            return checkpoints / name
+    found = [(int(m.group(1)), d.name) for d in checkpoints.iterdir()
+             if (m := numbered.fullmatch(d.name)) and (d / "config.json").is_file()]
+    return checkpoints / max(found)[1] if found else None
 
 
 def resolve_model_dir(path: str | Path, option: str | None = None) -> Path:

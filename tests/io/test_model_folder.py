@@ -88,6 +88,7 @@ def test_every_resolver_gives_the_same_folder(layouts):
 def test_a_run_resolves_to_what_resume_takes(layouts, tmp_path):
     for run in ("run", "no-pointer", "stale", "saving"):
         assert resolve_model_folder(tmp_path / run) == latest_checkpoint(tmp_path / run), run
+    assert latest_checkpoint(tmp_path / "hf-trainer") is None  # resume takes only minibert's own step-N folders
 
 
 def test_a_folder_named_minilm_wins_only_when_it_is_a_model(layouts, tmp_path):
