@@ -20,6 +20,7 @@ import os
 import secrets
 import shutil
 import tempfile
+import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -64,7 +65,8 @@ def tokenizer_fingerprint(tokenizer) -> str:
     ids. (tokenizer.json, made from the other two, adds nothing to the key; it is hashed anyway, as whatever
     save_pretrained writes is, so that the key follows the saved files with no list of them to keep up to date.)"""
     h = hashlib.sha256()
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp, warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a warning about what saving writes is for a user who saves, not for a key
         tokenizer.save_pretrained(tmp)
         for path in sorted(Path(tmp).iterdir()):
             h.update(path.name.encode())

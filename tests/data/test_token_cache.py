@@ -51,3 +51,16 @@ def test_document_views_hold_the_same_ids_as_documents(tmp_path, monkeypatch):
     assert len(views[2:5]) == 3
     assert data.train_tokens == sum(len(s) for d in expected for s in d)
     assert data.eval_tokens == sum(len(s) for d in data.eval_documents for s in d)
+
+
+def test_the_cache_key_keeps_the_tokenizers_save_warnings_to_itself():
+    # The key is a hash of what save_pretrained writes; saving warns about a non-default max_input_chars_per_word,
+    # which concerns a user who saves the tokenizer, not one who only prepares data. The key still tells it apart.
+    import warnings
+    from minibert.data.cache import tokenizer_fingerprint
+    from minibert.tokenizer import WordPieceTokenizer
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "b"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        keys = {tokenizer_fingerprint(WordPieceTokenizer(vocab, max_input_chars_per_word=n)) for n in (100, 20)}
+    assert len(keys) == 2
