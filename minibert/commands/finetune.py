@@ -128,8 +128,6 @@ def _prepare_data(args, log):
         stratified_split
     from minibert.finetune.tasks import load_task
 
-    if (args.task is None) == (args.train is None):
-        raise ValueError("give either --train FILE or --task NAME (and not both)")
     eval_split = check_data_options(args, "sequence")
     if args.task:
         given = [flag for flag, value in (("--eval", args.eval), ("--test", args.test),

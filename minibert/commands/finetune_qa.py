@@ -36,10 +36,9 @@ def _split_by_context(examples, fraction, seed, source):
 
 
 def _prepare_squad(args, log):
-    from minibert.commands.finetune_setup import check_data_options, refuse_classification_options
+    from minibert.commands.finetune_setup import check_data_options
     from minibert.finetune.squad_data import read_squad
 
-    refuse_classification_options(args, "qa")
     eval_split = check_data_options(args, "qa")
     if args.doc_stride is not None and args.doc_stride < 0:
         raise ValueError(f"--doc-stride must be >= 0, got {args.doc_stride}")

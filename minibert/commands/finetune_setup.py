@@ -58,14 +58,12 @@ def setup_training(args, task_type):
 
 def default_max_length(config, checkpoint, task_type) -> tuple[int, str]:
     """(max length, where it comes from) of a run without --max-length: the length the starting model was
-    fine-tuned with, when minibert fine-tuned it for the same task type (its config.json's record, as `minibert
-    predict` reads it too; a classifier's 128 tokens are no length for QA windows), else DEFAULT_MAX_LENGTH (384
-    for qa); never more than the model's positions."""
+    fine-tuned with for the same task type (loading.recorded_max_length, `minibert predict`'s default too), else
+    DEFAULT_MAX_LENGTH (384 for qa); never more than the model's positions."""
     from minibert.commands.finetune import DEFAULT_MAX_LENGTH
-    from minibert.finetune.loading import finetuning_record, recorded_task_type
-    record = finetuning_record(config)
-    recorded = record.get("max_length") if recorded_task_type(record) == task_type else None
-    if isinstance(recorded, int) and recorded > 0:
+    from minibert.finetune.loading import recorded_max_length
+    recorded = recorded_max_length(config, task_type)
+    if recorded:
         return min(recorded, config.max_tokens), (f"the length {checkpoint} was fine-tuned with, recorded in its "
                                                   f"config.json; --max-length N to change it")
     default = DEFAULT_MAX_LENGTH if task_type != "qa" else 384
@@ -211,8 +209,17 @@ KINDS = {"sequence": "text classification", "tokens": "token classification (--t
 
 
 def check_data_options(args, task_type) -> float:
-    """The options that say which data a run reads, checked before any file is read: the options of other kinds
-    of run, --max-train-examples, and --eval-split. Returns the --eval-split fraction (default 0.1)."""
+    """The options that say which data a run reads, checked before any file is read: --train or --task (a built-in
+    task is a text classification task), the options of other kinds of run, --max-train-examples, and
+    --eval-split. Returns the --eval-split fraction (default 0.1)."""
+    if task_type == "sequence":
+        if (args.task is None) == (args.train is None):
+            raise ValueError("give either --train FILE or --task NAME (and not both)")
+    elif args.task:
+        raise ValueError(f"--task {args.task} is a text classification task; it does not go with --task-type "
+                         f"{task_type} (give --train FILE)")
+    elif args.train is None:
+        raise ValueError(f"--task-type {task_type} needs --train FILE")
     for flag, (name, applies_to) in TASK_OPTIONS.items():
         value = getattr(args, name)  # (None: not given; False: a flag not given. Not `in (None, False)`: 0 == False)
         if value is not None and value is not False and task_type != applies_to:
@@ -231,15 +238,6 @@ def check_data_options(args, task_type) -> float:
         raise ValueError(f"--eval-split must be between 0 and 1 (the fraction of --train held out), got "
                          f"{args.eval_split}")
     return args.eval_split
-
-
-def refuse_classification_options(args, task_type):
-    """A built-in text classification task, or no --train, for a tagger or a QA reader: one clear line."""
-    if args.task:
-        raise ValueError(f"--task {args.task} is a text classification task; it does not go with --task-type "
-                         f"{task_type} (give --train FILE)")
-    if args.train is None:
-        raise ValueError(f"--task-type {task_type} needs --train FILE")
 
 
 def held_out_split(n: int, fraction: float, seed: int, source) -> tuple[np.ndarray, np.ndarray]:

@@ -17,10 +17,9 @@ from minibert._plural import counted
 
 def _prepare_tagged(args, log):
     """(train, eval, test or None, tag names): every data check, before any model is loaded."""
-    from minibert.commands.finetune_setup import check_data_options, held_out_split, refuse_classification_options
+    from minibert.commands.finetune_setup import check_data_options, held_out_split
     from minibert.finetune.ner_data import TaggedSentences, build_tag_names, check_tags_known, read_tagged
 
-    refuse_classification_options(args, "tokens")
     eval_split = check_data_options(args, "tokens")
     train = read_tagged(args.train)
     if train.tags is None:

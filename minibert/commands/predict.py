@@ -99,39 +99,20 @@ def _write_jsonl(records) -> str:
     return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
 
 
-def checked_max_length(args, config, default: int, minimum: int) -> int:
-    """--max-length, or the length the model was fine-tuned with (loading.save_classifier records it in
-    config.json), or for a folder without that record `default`, cut to the model's positions; between `minimum`
-    and the limit of the model's config (a BertConfig: checked before the weights load). Predicting at the
-    fine-tuning's length reads every text as training and the reported scores did."""
-    from minibert.finetune.loading import finetuning_record
+def checked_max_length(args, config, default: int, minimum: int, task_type: str | None = None) -> int:
+    """--max-length, or the length the model was fine-tuned with for `task_type` (loading.recorded_max_length;
+    None: no such default), or for a folder without that record `default`, cut to the model's positions; between
+    `minimum` and the limit of the model's config (a BertConfig: checked before the weights load). Predicting at
+    the fine-tuning's length reads every text as training and the reported scores did."""
+    from minibert.finetune.loading import recorded_max_length
 
     limit = config.max_tokens
-    default = finetuning_record(config).get("max_length") or default
+    default = recorded_max_length(config, task_type) or default
     max_length = args.max_length if args.max_length is not None else min(default, limit)
     if not minimum <= max_length <= limit:
         raise ValueError(f"--max-length {max_length} must be between {minimum} and the model's "
                          f"max_position_embeddings ({limit})")
     return max_length
-
-
-def _option_format(file_format, option: str, path: str) -> str:
-    """The file format of an --input/--output path; an unknown extension is an error naming the option."""
-    try:
-        return file_format(Path(path))
-    except ValueError as e:
-        message = str(e)
-        raise ValueError(message if message.startswith(option) else f"{option} {message}") from None
-
-
-def _check_input(path: str) -> None:
-    """--input names an existing file of a known kind (else one line naming --input), before any model loads."""
-    from minibert.finetune.data import file_format
-    p = Path(path)
-    if not p.is_file():
-        raise FileNotFoundError(f"--input {path}: " + ("is a folder; expected a .csv, .tsv or .jsonl file"
-                                                       if p.is_dir() else "no such file"))
-    _option_format(file_format, "--input", path)
 
 
 def _pairs_note(args, config, pairs: bool) -> str | None:
@@ -153,13 +134,10 @@ def _pairs_note(args, config, pairs: bool) -> str | None:
 HEADS = {"sequence": "text classifier", "tokens": "word tagger", "qa": "question answering model"}
 
 
-def _task_type(args) -> str:
+def _task_type(args, config) -> str:
     """What config.json's architectures say the model is; --task-type may say it for a checkpoint that does not
     tell (a head's weights fit another head of the same shape, so a mismatch would predict nonsense silently)."""
-    from minibert.config import BertConfig
-    from minibert.finetune.model_source import resolve_checkpoint
-
-    architectures = BertConfig.from_json_file(resolve_checkpoint(args.model)).extra.get("architectures") or []
+    architectures = config.extra.get("architectures") or []
     suffixes = {"ForSequenceClassification": "sequence", "ForTokenClassification": "tokens",
                 "ForQuestionAnswering": "qa"}
     found = [(a, task) for a in architectures for suffix, task in suffixes.items() if a.endswith(suffix)]
@@ -174,7 +152,8 @@ def _task_type(args) -> str:
 
 def run(args) -> int:
     from minibert.config import BertConfig
-    from minibert.finetune.data import Examples, check_labels_known, file_format, label_ids, load_examples
+    from minibert.finetune.data import Examples, check_labels_known, check_rows_file, file_format, label_ids, \
+        load_examples
     from minibert.finetune.loading import load_classifier, load_tokenizer
     from minibert.finetune.metrics import classification_metrics, format_report
     from minibert.finetune.model_source import resolve_model
@@ -183,10 +162,13 @@ def run(args) -> int:
 
     if args.workers is not None and args.workers < 1:
         raise ValueError(f"--workers must be at least 1, got {args.workers}")
-    task_type = _task_type(args)
+    # The model folder, its tokenizer and config.json: once, for every kind of model and check below
+    checkpoint, tokenizer_dir = resolve_model(args.model)
+    config = BertConfig.from_json_file(checkpoint)
+    task_type = _task_type(args, config)
     if task_type == "qa":
         from minibert.commands.predict_qa import run_answer
-        return run_answer(args)
+        return run_answer(args, checkpoint, tokenizer_dir, config)
     if args.question or args.context or args.context_file:
         raise ValueError(f"--question/--context are for question answering models; {args.model} is a "
                          f"{HEADS[task_type]}")
@@ -213,11 +195,10 @@ def run(args) -> int:
             if fmt != "jsonl":
                 raise ValueError(f"--output {args.output}: a tagger writes JSONL (one object per text); use .jsonl")
         if args.input:
-            _check_input(args.input)
+            check_rows_file(args.input, "--input")  # (its errors name --input; load_examples' name the file only)
         texts = load_examples(args.input, args.text_column or "text").texts if args.input else list(args.texts)
-        checkpoint, tokenizer_dir = resolve_model(args.model)
         from minibert.commands.predict_tokens import run_tag
-        return run_tag(args, checkpoint, tokenizer_dir, texts)
+        return run_tag(args, checkpoint, tokenizer_dir, config, texts)
 
     # ---- checks first
     if bool(args.texts) == bool(args.input):
@@ -225,24 +206,22 @@ def run(args) -> int:
     if args.batch_size < 1:
         raise ValueError(f"--batch-size must be at least 1, got {args.batch_size}")
     if args.output:
-        _option_format(file_format, "--output", args.output)  # an unknown extension fails now, not after the work
+        file_format(Path(args.output), "--output")  # an unknown extension fails now, not after the work
     if args.input:
-        _check_input(args.input)
+        check_rows_file(args.input, "--input")  # (its errors name --input; load_examples' name the file only)
         examples = load_examples(args.input, args.text_column or "text", args.label_column, args.text_pair_column)
     else:
         if args.label_column or args.text_pair_column:
             raise ValueError("--label-column and --text-pair-column need --input FILE")
         examples = Examples(list(args.texts), source="arguments")
-    checkpoint, tokenizer_dir = resolve_model(args.model)
-    config = BertConfig.from_json_file(checkpoint)
     # [CLS] text [SEP] (and pair [SEP]): fewer tokens than fine-tuning allows leave no room for the text
     from minibert.commands.finetune_setup import MIN_MAX_LENGTH
     minimum = MIN_MAX_LENGTH["pairs" if examples.text_pairs is not None else "sequence"][0]
-    max_length = checked_max_length(args, config, default=128, minimum=minimum)
+    max_length = checked_max_length(args, config, default=128, minimum=minimum, task_type="sequence")
     note = _pairs_note(args, config, examples.text_pairs is not None)
     if note:
         print(note, file=sys.stderr)
-    model = load_classifier(checkpoint, log=lambda m: print(m, file=sys.stderr))
+    model = load_classifier(checkpoint, log=lambda m: print(m, file=sys.stderr), config=config)
     label_names = [model.id2label[i] for i in range(model.num_labels)]
     if examples.labels is not None:
         check_labels_known(examples, model.label2id, f"the model's labels ({checkpoint / 'config.json'})")

@@ -9,11 +9,9 @@ import json
 import sys
 
 
-def run_answer(args) -> int:
+def run_answer(args, checkpoint, tokenizer_dir, config) -> int:
     from minibert.commands.predict import checked_max_length
-    from minibert.config import BertConfig
     from minibert.finetune.loading import finetuning_record, load_classifier, load_tokenizer
-    from minibert.finetune.model_source import resolve_model
     from minibert.finetune.qa_features import default_doc_stride, windows_of
     from minibert.finetune.qa_predict import DEFAULT_MAX_ANSWER_LENGTH, answer_questions
     from minibert.finetune.squad_data import QAExample
@@ -42,11 +40,9 @@ def run_answer(args) -> int:
             raise ValueError(f"{name} must be at least 1, got {value}")
     if args.doc_stride is not None and args.doc_stride < 0:
         raise ValueError(f"--doc-stride must be >= 0, got {args.doc_stride}")
-    checkpoint, tokenizer_dir = resolve_model(args.model)
-    config = BertConfig.from_json_file(checkpoint)
     record = finetuning_record(config)  # (the windows and answers of the fine-tuning's evaluation, by default)
     from minibert.commands.finetune_setup import MIN_MAX_LENGTH
-    max_length = checked_max_length(args, config, default=384, minimum=MIN_MAX_LENGTH["qa"][0])
+    max_length = checked_max_length(args, config, default=384, minimum=MIN_MAX_LENGTH["qa"][0], task_type="qa")
     tokenizer = load_tokenizer(tokenizer_dir)
     example = QAExample("question", args.question, context)
     if args.doc_stride is not None:
@@ -61,7 +57,8 @@ def run_answer(args) -> int:
         raise ValueError(f"{where}: the context has no token to answer with")
     max_answer_length = (args.max_answer_length or record.get("max_answer_length")
                          or DEFAULT_MAX_ANSWER_LENGTH)  # (0 is refused above)
-    model = load_classifier(checkpoint, log=lambda m: print(m, file=sys.stderr), cls=BertForQuestionAnswering)
+    model = load_classifier(checkpoint, log=lambda m: print(m, file=sys.stderr), cls=BertForQuestionAnswering,
+                            config=config)
     results, _ = answer_questions(model, [example], windows, tokenizer.pad_token_id, max_answer_length,
                                   k=args.top_k or 1, workers=args.workers, align_to_words=True)
     answers, null_score = results[0]["answers"], results[0]["null_score"]

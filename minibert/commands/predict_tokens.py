@@ -7,18 +7,18 @@ import json
 import sys
 
 
-def run_tag(args, checkpoint, tokenizer_dir, texts: list[str]) -> int:
+def run_tag(args, checkpoint, tokenizer_dir, config, texts: list[str]) -> int:
     from minibert.commands.finetune_setup import MIN_MAX_LENGTH
     from minibert.commands.predict import checked_max_length
-    from minibert.config import BertConfig
     from minibert.finetune.loading import load_classifier, load_tokenizer
     from minibert.finetune.tag_text import tag_texts
     from minibert.io.atomic import atomic_write_text
     from minibert.models.token_classification import BertForTokenClassification
 
-    max_length = checked_max_length(args, BertConfig.from_json_file(checkpoint), default=512,
-                                    minimum=MIN_MAX_LENGTH["tokens"][0])
-    model = load_classifier(checkpoint, log=lambda m: print(m, file=sys.stderr), cls=BertForTokenClassification)
+    max_length = checked_max_length(args, config, default=512, minimum=MIN_MAX_LENGTH["tokens"][0],
+                                    task_type="tokens")
+    model = load_classifier(checkpoint, log=lambda m: print(m, file=sys.stderr), cls=BertForTokenClassification,
+                            config=config)
     tokenizer = load_tokenizer(tokenizer_dir)
     records = tag_texts(model, tokenizer, texts, max_length, args.batch_size,
                         progress=not args.no_progress and len(texts) > args.batch_size, workers=args.workers)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from minibert.io.atomic import read_text_file
+from minibert.io.atomic import check_input_file, read_text_file
 
 FORMATS = {".csv": "csv", ".tsv": "tsv", ".tab": "tsv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl"}
 
@@ -39,19 +39,27 @@ class Examples:
 
 
 # ---------------------------------------------------------------------------- reading files
-def file_format(path: Path) -> str:
+def file_format(path: Path, option: str | None = None) -> str:
+    """csv, tsv or jsonl, by the extension of `path` (given as `option`, which the error then names)."""
     fmt = FORMATS.get(path.suffix.lower())
     if fmt is None:
-        raise ValueError(f"{path}: unknown file type {path.suffix!r}; expected .csv, .tsv or .jsonl")
+        where = f"{option} {path}" if option else str(path)
+        raise ValueError(f"{where}: unknown file type {path.suffix!r}; expected .csv, .tsv or .jsonl")
     return fmt
+
+
+def check_rows_file(path, option: str | None = None) -> str:
+    """The format of a file of rows that exists, checked before it is read (for a command, before any model
+    loads): one line naming the file, and the option that gave it if any, otherwise."""
+    path = Path(path)
+    check_input_file(path, f"{option} {path}" if option else None, "a .csv, .tsv or .jsonl file")
+    return file_format(path, option)
 
 
 def read_rows(path) -> list[dict]:
     """The rows of a CSV/TSV (first line = header) or JSONL (one JSON object per line) file, as dicts."""
     path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"{path}: no such file")
-    fmt = file_format(path)
+    fmt = check_rows_file(path)
     text = read_text_file(path)
     if not text.strip():
         raise ValueError(f"{path}: the file is empty")

@@ -101,9 +101,10 @@ def _listed(message: str) -> list[str]:
     return [part.strip() for part in tail.split(",") if part.strip()]
 
 
-def load_classifier(checkpoint: Path, log=print, cls=BertForSequenceClassification):
-    """A fine-tuned model for prediction; a classifier's config must name the labels."""
-    config = BertConfig.from_json_file(checkpoint)
+def load_classifier(checkpoint: Path, log=print, cls=BertForSequenceClassification, config=None):
+    """A fine-tuned model for prediction; a classifier's config must name the labels. config: the checkpoint's,
+    when the caller has read it already."""
+    config = config if config is not None else BertConfig.from_json_file(checkpoint)
     cls = _family_class(config, cls, checkpoint)
     head = cls.head_names
     if hasattr(cls, "set_labels") and labels_from_config(config) is None:
@@ -146,6 +147,15 @@ def finetuning_record(config) -> dict:
     """What config.json says about how the model was fine-tuned (save_classifier); {} for a folder without it."""
     record = config.extra.get(FINETUNING_KEY)
     return record if isinstance(record, dict) else {}
+
+
+def recorded_max_length(config, task_type: str | None) -> int | None:
+    """The length the model was fine-tuned with, when minibert fine-tuned it for `task_type` (sequence, tokens,
+    qa): a classifier's 128 tokens are no length for QA windows; None otherwise (no record, another task type's,
+    or no positive integer)."""
+    record = finetuning_record(config)
+    recorded = record.get("max_length") if recorded_task_type(record) == task_type else None
+    return recorded if isinstance(recorded, int) and not isinstance(recorded, bool) and recorded > 0 else None
 
 
 def recorded_task_type(record: dict) -> str | None:

@@ -107,9 +107,9 @@ def read_tagged_jsonl(path, tokens_field: str = "tokens", tags_field: str = "tag
 
 def read_tagged(path) -> TaggedSentences:
     """JSONL by the file's extension, else CoNLL; a missing or empty file is one clear error."""
+    from minibert.io.atomic import check_input_file
     path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"{path}: no such file")
+    check_input_file(path, expected="a CoNLL or .jsonl file")
     data = read_tagged_jsonl(path) if path.suffix.lower() in JSONL_SUFFIXES else read_conll(path)
     if not data.words:
         raise ValueError(f"{path}: no sentences in the file")

@@ -36,9 +36,8 @@ def _field(obj, key, kind, where):
 def read_squad(path) -> tuple[list[QAExample], bool]:
     """(examples, is_v2): every question of the file; is_v2 when it has unanswerable questions or says v2."""
     path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"{path}: no such file")
-    from minibert.io.atomic import read_text_file
+    from minibert.io.atomic import check_input_file, read_text_file
+    check_input_file(path, expected="a SQuAD .json file")
     try:
         data = json.loads(read_text_file(path))
     except json.JSONDecodeError as e:

@@ -98,14 +98,20 @@ def check_folder_path(path: str | os.PathLike, option: str, shown=None) -> Path 
     return existing
 
 
+def check_input_file(path: Path, where: str | None = None, expected: str = "a file") -> None:
+    """FileNotFoundError unless `path` is a file: one line, "WHERE: no such file" or, for a folder, "WHERE: is a
+    folder; expected EXPECTED" (where: how the user gave the path, e.g. "--input x.csv"; default the path)."""
+    if not path.is_file():
+        raise FileNotFoundError(f"{where or path}: " + (f"is a folder; expected {expected}" if path.is_dir()
+                                                        else "no such file"))
+
+
 def read_text_file(path: str | os.PathLike, option: str | None = None) -> str:
     """The UTF-8 text of a file (a byte-order mark dropped, as Excel and Notepad write one); a one-line error
     naming the file, and the option that gave it if any, otherwise."""
     path = Path(path)
     where = f"{option} {path}" if option else str(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"{where}: " + ("is a folder; expected a file" if path.is_dir() else
-                                                "no such input file"))
+    check_input_file(path, where)
     try:
         return path.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError as e:

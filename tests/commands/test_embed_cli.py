@@ -77,7 +77,7 @@ def test_similarity(model_dir, encoder, capsys):
 @pytest.mark.parametrize("args, message", [
     (["embed", "--model", "{dir}", "--out", "x.txt", "hi"], "expected a file name ending in .npy"),
     (["embed", "--model", "{dir}"], "nothing to embed"),
-    (["embed", "--model", "{dir}", "--input", "{dir}/missing.txt"], "no such input file"),
+    (["embed", "--model", "{dir}", "--input", "{dir}/missing.txt"], "no such file"),
     (["embed", "--model", "{dir}", "--input", "{dir}/config.json", "hi"], "not both"),
     (["embed", "--model", "{dir}", "--batch-size", "0", "hi"], "--batch-size must be at least 1"),
     (["embed", "--model", "{dir}", "--workers", "0", "hi"], "--workers must be at least 1"),

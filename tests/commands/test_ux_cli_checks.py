@@ -87,7 +87,7 @@ def test_output_checks_and_the_safety_net(tmp_path, capsys, monkeypatch):
 
 
 @pytest.mark.parametrize("content, message", [
-    (None, "--words-file {path}: no such input file"),
+    (None, "--words-file {path}: no such file"),
     ("folder", "--words-file {path}: is a folder; expected a file"),
     (b"\xff\xfecat", "--words-file {path}: not UTF-8 text (invalid start byte at byte 0)"),
 ])

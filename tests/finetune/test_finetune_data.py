@@ -50,6 +50,12 @@ def test_empty_and_header_only_files(tmp_path):
         load_examples(tmp_path / "x.xlsx", "text", "label")
 
 
+def test_a_folder_is_named_a_folder_not_a_missing_file(tmp_path):
+    (tmp_path / "data.csv").mkdir()
+    with pytest.raises(FileNotFoundError, match=r"data.csv: is a folder; expected a .csv, .tsv or .jsonl file"):
+        load_examples(tmp_path / "data.csv", "text", "label")
+
+
 def test_an_empty_label_or_bad_json_line_is_located(tmp_path):
     path = write_rows(tmp_path / "d.csv", [{"text": "a", "label": "x"}, {"text": "b", "label": " "}])
     with pytest.raises(ValueError, match="example 2 has an empty label"):

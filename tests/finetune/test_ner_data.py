@@ -73,3 +73,6 @@ def test_bad_files(tmp_path, name, text, message):
 def test_missing_file(tmp_path):
     with pytest.raises(FileNotFoundError, match="no such file"):
         read_tagged(tmp_path / "nope.conll")
+    (tmp_path / "data.conll").mkdir()
+    with pytest.raises(FileNotFoundError, match="data.conll: is a folder; expected a CoNLL or .jsonl file"):
+        read_tagged(tmp_path / "data.conll")

@@ -50,3 +50,9 @@ def test_not_json(tmp_path):
     (tmp_path / "x.json").write_text("{", encoding="utf-8")
     with pytest.raises(ValueError, match="not valid JSON"):
         read_squad(tmp_path / "x.json")
+
+
+def test_a_folder_is_named_a_folder(tmp_path):
+    (tmp_path / "train.json").mkdir()
+    with pytest.raises(FileNotFoundError, match="train.json: is a folder; expected a SQuAD .json file"):
+        read_squad(tmp_path / "train.json")

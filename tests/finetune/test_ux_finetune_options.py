@@ -219,6 +219,13 @@ def test_the_tagger_notes_say_what_a_cut_word_means_for_each_split(data, tmp_pat
 
 # ---------------------------------------------------------------------------------------------------- options
 @pytest.mark.parametrize("extra, message", [
+    ([], "give either --train FILE or --task NAME (and not both)"),
+    (["--task", "wiki-topics", "--train", "{tmp}/train.csv"], "give either --train FILE or --task NAME (and not both)"),
+    (["--task-type", "tokens", "--task", "wiki-topics"],
+     "--task wiki-topics is a text classification task; it does not go with --task-type tokens (give --train FILE)"),
+    (["--task-type", "qa", "--task", "wiki-topics", "--text-column", "x"],  # (the --task, before its options)
+     "--task wiki-topics is a text classification task; it does not go with --task-type qa"),
+    (["--task-type", "qa"], "--task-type qa needs --train FILE"),
     (["--task", "drug-reviews", "--eval-split", "0.3"], "--task drug-reviews brings its own eval split"),
     (["--task", "wiki-topics", "--text-column", "foo"], "--task wiki-topics brings its own eval and test splits and "
                                                         "columns; drop --text-column"),

@@ -68,7 +68,7 @@ def test_a_task_type_against_the_checkpoints_head_is_refused(models, capsys, mod
 
 
 @pytest.mark.parametrize("extra, message", [
-    (["--context-file", "{tmp}/missing.txt"], "--context-file {tmp}/missing.txt: no such input file"),
+    (["--context-file", "{tmp}/missing.txt"], "--context-file {tmp}/missing.txt: no such file"),
     (["--context-file", "{tmp}"], "--context-file {tmp}: is a folder; expected a file"),
     (["--context-file", "{tmp}/binary.txt"], "--context-file {tmp}/binary.txt: not UTF-8 text"),
     (["--context", CONTEXT, "--doc-stride", "-1"], "--doc-stride must be >= 0, got -1"),
@@ -79,3 +79,33 @@ def test_question_answering_options_are_one_line(models, tmp_path, capsys, extra
     argv = ["predict", "--model", str(models["qa"]), "--question", "where ?"] + extra
     err = one_line_error(capsys, [a.replace("{tmp}", str(tmp_path)) for a in argv])
     assert message.replace("{tmp}", str(tmp_path)) in err
+
+
+@pytest.mark.parametrize("model, argv", [("sequence", ["a cat"]), ("tokens", ["a cat"]),
+                                         ("qa", ["--question", "where ?", "--context", CONTEXT])])
+def test_predict_resolves_the_model_folder_and_reads_its_config_once(models, capsys, monkeypatch, model, argv):
+    """The command finds --model's folder and reads its config.json once for every check and default (loading
+    the weights reads it again, in io/checkpoint.py: not counted)."""
+    import sys
+
+    import minibert.finetune.model_source as model_source
+    import minibert.io.model_folder as model_folder
+    from minibert.config import BertConfig
+
+    resolved, reads = [], []
+    real_resolve, real_read = model_folder.resolve_model_folder, BertConfig.from_json_file
+
+    def resolve(value, option="--model"):
+        if option == "--model":  # (the weights' loader resolves its folder again, as an API call: option None)
+            resolved.append(value)
+        return real_resolve(value, option)
+
+    def read(cls, path):
+        if not sys._getframe(1).f_code.co_filename.endswith(("io/checkpoint.py", "io\\checkpoint.py")):
+            reads.append(path)
+        return real_read(path)
+    for module in (model_folder, model_source):
+        monkeypatch.setattr(module, "resolve_model_folder", resolve)
+    monkeypatch.setattr(BertConfig, "from_json_file", classmethod(read))
+    assert main(["predict", "--model", str(models[model]), "--no-progress", *argv]) == 0, capsys.readouterr().err
+    assert len(resolved) == 1 and len(reads) == 1, (resolved, reads)

@@ -207,3 +207,36 @@ def test_the_recorded_length_counts_only_for_the_task_type_it_was_fine_tuned_for
     config = BertConfig.preset("tiny", max_position_embeddings=512)
     config.extra["finetuning"] = record
     assert default_max_length(config, tmp_path, task_type)[0] == expected
+
+
+@pytest.mark.parametrize("record, task_type, expected", [
+    ({"task_type": "sequence", "max_length": 64, "text_pairs": False}, "sequence", 64),
+    ({"task_type": "sequence", "max_length": 64, "text_pairs": False}, "qa", 384),  # a classifier's: no QA window
+    ({"task_type": "sequence", "max_length": 64, "text_pairs": False}, "tokens", 512),
+    ({"max_length": 200, "doc_stride": 64, "max_answer_length": 30}, "qa", 200),  # written before task_type was kept
+    ({"max_length": 48}, "tokens", 48),
+    ({"task_type": "sequence", "max_length": "64", "text_pairs": False}, "sequence", 128),  # (hand-edited: no length)
+    ({"task_type": "sequence", "max_length": -3, "text_pairs": False}, "sequence", 128),
+])
+def test_predict_takes_the_recorded_length_by_finetunes_rule(record, task_type, expected):
+    """predict's default --max-length is the fine-tuning's by the rule a further `minibert finetune` follows (the
+    test above): the record of the same task type, a positive integer; else the predictor's own default."""
+    from argparse import Namespace
+
+    from minibert.commands.predict import checked_max_length
+    from minibert.config import BertConfig
+    config = BertConfig.preset("tiny", max_position_embeddings=512)
+    config.extra["finetuning"] = record
+    default = {"sequence": 128, "tokens": 512, "qa": 384}[task_type]
+    assert checked_max_length(Namespace(max_length=None), config, default, minimum=3, task_type=task_type) == expected
+
+
+def test_a_hand_edited_record_is_no_crash(classifier, capsys, tmp_path):
+    """A record whose max_length is no length (edited by hand, or by another tool) leaves predict's default."""
+    _, out, _ = classifier
+    edited = without_record(out, tmp_path)
+    config = json.loads((edited / "config.json").read_text())
+    config["finetuning"] = {"task_type": "sequence", "max_length": "8", "text_pairs": False}
+    (edited / "config.json").write_text(json.dumps(config))
+    command = ["--model", edited, "a good cat sat on the big green tree", "--json"]
+    assert records(predict(capsys, *command)[0]) == records(predict(capsys, *command, "--max-length", 32)[0])
