@@ -189,7 +189,11 @@ class SentenceEncoder:
 
     def similarity(self, a: str, b: str) -> float:
         """Cosine similarity of two texts."""
-        ea, eb = self.encode([a, b], normalize=True)
+        return self.similarity_of_token_ids(*self.tokenize([a, b]))
+
+    def similarity_of_token_ids(self, a: list[int], b: list[int]) -> float:
+        """`similarity` of two texts already tokenized (`tokenize`)."""
+        ea, eb = self.encode_token_ids([a, b], normalize=True)
         # float32 unit vectors: their dot product may land a rounding above 1 (1.00000002 for a text and itself)
         return float(np.clip(np.dot(ea.astype(np.float64), eb.astype(np.float64)), -1.0, 1.0))
 

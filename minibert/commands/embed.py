@@ -51,14 +51,9 @@ def read_texts(args) -> list[str]:
     return list(args.texts)
 
 
-def truncation_note(encoder, texts: list[str], names=None) -> str | None:
-    """A note for the texts longer than the encoder reads (they are cut to its max_length), or None."""
-    lengths = [len(encoder.tokenizer.encode(t).input_ids) for t in texts]
-    return truncation_note_for_lengths(encoder.max_length, lengths, names)
-
-
-def truncation_note_for_lengths(limit: int, lengths: list[int], names=None) -> str | None:
-    """truncation_note for texts already tokenized: `lengths` are their token counts before the cut."""
+def truncation_note(limit: int, lengths: list[int], names=None) -> str | None:
+    """A note for the texts longer than the encoder reads (cut to its max_length, `limit`), or None. lengths:
+    the texts' token counts before the cut (SentenceEncoder.tokenize_with_lengths)."""
     long = [i for i, n in enumerate(lengths) if n > limit]
     if not long:
         return None
@@ -102,7 +97,7 @@ def run(args) -> int:
     folder = checked_model_folder(args)
     encoder = SentenceEncoder.from_pretrained(folder, max_length=args.max_length, normalize=args.normalize)
     token_ids, lengths = encoder.tokenize_with_lengths(texts)  # once: for the note and for the model
-    note = truncation_note_for_lengths(encoder.max_length, lengths)
+    note = truncation_note(encoder.max_length, lengths)
     if note:
         print(note, file=sys.stderr)
     embeddings = encoder.encode_token_ids(token_ids, batch_size=args.batch_size,

@@ -26,8 +26,9 @@ def run(args) -> int:
         if not text.strip():  # an empty text embeds as [CLS] [SEP] alone: any number printed would mean nothing
             raise ValueError(f"text {name} is empty: give two texts to compare")
     encoder = SentenceEncoder.from_pretrained(checked_model_folder(args), max_length=args.max_length)
-    note = truncation_note(encoder, [args.text_a, args.text_b], names=["text A", "text B"])
+    token_ids, lengths = encoder.tokenize_with_lengths([args.text_a, args.text_b])
+    note = truncation_note(encoder.max_length, lengths, names=["text A", "text B"])
     if note:
         print(note, file=sys.stderr)
-    print(f"{encoder.similarity(args.text_a, args.text_b):.4f}")
+    print(f"{encoder.similarity_of_token_ids(*token_ids):.4f}")
     return 0

@@ -68,7 +68,21 @@ def test_embed_tokenizes_each_text_once(model_dir, encoder, tmp_path, capsys, mo
     short = SentenceEncoder.from_pretrained(model_dir, max_length=8)
     np.testing.assert_allclose(np.load(out, allow_pickle=False), short.encode(texts), atol=1e-6)
 
-def test_similarity(model_dir, encoder, capsys):
+
+def test_similarity(model_dir, encoder, capsys, monkeypatch):
+    from minibert.tokenizer import WordPieceTokenizer
+    calls = []
+    encode = WordPieceTokenizer.encode
+    monkeypatch.setattr(WordPieceTokenizer, "encode", lambda self, text, *a, **k: calls.append(text) or
+                        encode(self, text, *a, **k))
+    long = " ".join(["the cat"] * 20)
+    assert main(["similarity", "--model", str(model_dir), "--max-length", "8", "the cat sat", long]) == 0
+    assert calls == ["the cat sat", long]  # once each: for the note and for the model
+    captured = capsys.readouterr()
+    assert "note: text B has 42 tokens, more than the model reads (8, --max-length)" in captured.err
+    monkeypatch.undo()
+    short = SentenceEncoder.from_pretrained(model_dir, max_length=8)
+    assert float(captured.out) == pytest.approx(short.similarity("the cat sat", long), abs=5e-5)
     assert main(["similarity", "--model", str(model_dir), "the cat sat", "the cat sat on the mat"]) == 0
     printed = float(capsys.readouterr().out)
     assert printed == pytest.approx(encoder.similarity("the cat sat", "the cat sat on the mat"), abs=5e-5)
