@@ -137,6 +137,7 @@ class SentenceEncoder:
     def tokenize_with_lengths(self, texts: list[str]) -> tuple[list[list[int]], list[int]]:
         """(`tokenize(texts)`, each text's length in tokens before the cut): one pass gives both, so a note about
         the texts that were cut needs no second tokenization (`minibert embed`)."""
+        _check_max_length(self.max_length, self.model.config.max_tokens)  # (the attribute may have been set since)
         ids, lengths = [], []
         for i, text in enumerate(texts):
             if not isinstance(text, str):

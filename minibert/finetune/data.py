@@ -51,9 +51,8 @@ def file_format(path: Path, option: str | None = None) -> str:
 def check_rows_file(path, option: str | None = None) -> str:
     """The format of a file of rows that exists, checked before it is read (for a command, before any model
     loads): one line naming the file, and the option that gave it if any, otherwise."""
-    path = Path(path)
-    check_input_file(path, f"{option} {path}" if option else None, "a .csv, .tsv or .jsonl file")
-    return file_format(path, option)
+    check_input_file(Path(path), f"{option} {path}" if option else None, "a .csv, .tsv or .jsonl file")  # (as given)
+    return file_format(Path(path), option)
 
 
 def read_rows(path) -> list[dict]:

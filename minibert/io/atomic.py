@@ -109,8 +109,8 @@ def check_input_file(path: Path, where: str | None = None, expected: str = "a fi
 def read_text_file(path: str | os.PathLike, option: str | None = None) -> str:
     """The UTF-8 text of a file (a byte-order mark dropped, as Excel and Notepad write one); a one-line error
     naming the file, and the option that gave it if any, otherwise."""
+    where = f"{option} {path}" if option else str(path)  # (the path as the user gave it)
     path = Path(path)
-    where = f"{option} {path}" if option else str(path)
     check_input_file(path, where)
     try:
         return path.read_text(encoding="utf-8-sig")

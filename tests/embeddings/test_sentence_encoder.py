@@ -63,7 +63,6 @@ def test_long_text_is_truncated_to_the_position_limit(encoder):
     np.testing.assert_allclose(vector, encoder.encode([" ".join(["cat"] * 14)])[0], atol=1e-6)  # 14 + CLS + SEP
 
 
-
 def test_tokenize_with_lengths_cuts_as_the_tokenizer_does(encoder):
     """One tokenization gives the cut ids and the lengths before the cut (the embed command's note needs both)."""
     texts = [" ".join(["cat"] * 100), "a dog", " ".join(["cat"] * 14), " ".join(["cat"] * 15), ""]
@@ -72,6 +71,7 @@ def test_tokenize_with_lengths_cuts_as_the_tokenizer_does(encoder):
     assert ids == encoder.tokenize(texts)
     assert lengths == [len(encoder.tokenizer.encode(t).input_ids) for t in texts] == [102, 4, 16, 17, 2]
     assert ids[0][-1] == encoder.tokenizer.sep_token_id and len(ids[0]) == 16
+
 
 def test_mean_pool_ignores_padding():
     rng = np.random.default_rng(0)
@@ -140,3 +140,12 @@ def test_save_and_reload_gives_the_same_vectors(tmp_path, encoder):
     again = SentenceEncoder.from_pretrained(tmp_path / "saved")
     assert again.max_length == 8  # kept in sentence_bert_config.json
     np.testing.assert_array_equal(again.encode(TEXTS), short.encode(TEXTS))
+
+
+def test_a_max_length_set_too_small_after_construction_is_refused_not_misread(encoder):
+    # (the constructor checks max_length; the attribute is checked again where the texts are cut)
+    import copy
+    small = copy.copy(encoder)
+    small.max_length = 1
+    with pytest.raises(ValueError, match="max_length must be in 2..16"):
+        small.tokenize(["cat cat cat"])

@@ -56,6 +56,16 @@ def test_a_folder_is_named_a_folder_not_a_missing_file(tmp_path):
         load_examples(tmp_path / "data.csv", "text", "label")
 
 
+def test_an_options_file_is_named_as_the_user_gave_it(tmp_path, monkeypatch):
+    from minibert.finetune.data import check_rows_file
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "d").mkdir()
+    with pytest.raises(FileNotFoundError, match=r"^--input \./d/\.\./d/: is a folder"):
+        check_rows_file("./d/../d/", "--input")
+    with pytest.raises(FileNotFoundError, match=r"^--input \./d/x\.csv: no such file$"):
+        check_rows_file("./d/x.csv", "--input")
+
+
 def test_an_empty_label_or_bad_json_line_is_located(tmp_path):
     path = write_rows(tmp_path / "d.csv", [{"text": "a", "label": "x"}, {"text": "b", "label": " "}])
     with pytest.raises(ValueError, match="example 2 has an empty label"):
