@@ -107,10 +107,11 @@ def forward_in_batches(model, encoded: list, pad_id: int, batch_size: int = 64, 
         def run(chosen):  # one batch, inputs by name (a model's inputs after input_ids are keyword-only)
             input_ids, token_type_ids, attention_mask = collate(encoded, chosen, pad_id)
             out = model.forward(input_ids, token_type_ids=token_type_ids, attention_mask=attention_mask)
-            # No backward follows: free the layer inputs the encoder keeps for one now, on the thread that made
-            # them, before map_batches hands the worker threads' freed memory back (the last batch's ~20 MB would
-            # stay). Another batch's cache dropped by this line is not needed either.
-            model.bert._cache = None
+            # No backward follows: free what the encoder and the head keep for one (the layers' inputs; a tagger's
+            # or QA head's (B, T, H) input) now, on the thread that made them, before map_batches hands the worker
+            # threads' freed memory back (the last batch's ~20 MB would stay). Another batch's caches dropped by
+            # this line are not needed either.
+            model._cache = model.bert._cache = None
             return out
         outputs = map_batches(run, batches, workers)
         outputs = tqdm(outputs, total=len(batches), desc=desc, unit="batch", disable=not progress, leave=False)

@@ -140,7 +140,7 @@ def test_inference_paths_keep_no_layer_activations_and_restore_the_model():
     assert len(list(forward_in_batches(model, encoded, 0, batch_size=2))) == 2
     del model.forward
     assert kept == [6] * (2 * cfg.num_hidden_layers)  # (input, generator, state, mask, training, rows) per layer
-    assert model.bert._cache is None  # and each batch's layer inputs were dropped after its forward
+    assert model._cache is None and model.bert._cache is None  # each batch's caches dropped after its forward
     assert model.training and not model.recompute
     vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"w{i}" for i in range(48)]
     encoder = SentenceEncoder(model, WordPieceTokenizer(vocab))
