@@ -45,8 +45,8 @@ class FillMask:
         if not _has_mlm_head(folder) and (folder / "generator" / "config.json").is_file():
             folder = folder / "generator"  # ELECTRA: the discriminator has no MLM head, its generator has one
         if not _has_mlm_head(folder):
-            raise ValueError(f"{folder}: the checkpoint has no masked-LM head (cls.predictions.*), so it cannot "
-                             f"fill in [MASK]s; use a model pre-trained with masked language modelling")
+            raise ValueError(f"{folder}: the checkpoint has no masked-LM head (a bare or fine-tuned encoder), so it "
+                             f"cannot fill in [MASK]s; use a model pre-trained with masked language modelling")
         architectures = json.loads((folder / "config.json").read_text(encoding="utf-8")).get("architectures") or []
         # minibert's pre-training checkpoints keep the sentence head (RoBERTa's too, saved as ...ForMaskedLM)
         with_pair_head = any(a.endswith("ForPreTraining") for a in architectures) or _has_pair_head(folder)

@@ -57,7 +57,7 @@ def run(args) -> int:
     encoded = encode_for_model(tokenizer, config, args.text, args.pair)
     if html_out is not None:  # a text too long for one page: said before the model loads and runs
         from minibert.viz.attention_html import check_fits_page
-        check_fits_page(len(encoded[0].input_ids), config.num_hidden_layers, config.num_attention_heads)
+        check_fits_page(len(encoded[0].input_ids), config.num_hidden_layers, config.num_attention_heads, encoded[1])
     model = load_encoder(model_dir)
     result = compute_attention(model, tokenizer, args.text, args.pair, encoded=encoded)
     if result.note:

@@ -10,8 +10,12 @@ from minibert.distill.settings import DistillSettings
 
 D = DistillSettings()
 # Pre-training options that make no sense here: the student's size and tokenizer come from the teacher.
-NOT_FOR_DISTILL = ("config", "objective", "generator_size", "short_seq_prob", "tokenizer", "vocab_size", "output_bias",
-                   "no_examples")
+# Pre-training's options a distillation has no use for, and why (the refusal says it).
+_SIZE = "a student's size and tokenizer come from its --teacher (and --student-layers)"
+_OBJECTIVE = "a student learns by matching its --teacher (--mode and the --alpha-* weights say how)"
+NOT_FOR_DISTILL = {"config": _SIZE, "tokenizer": _SIZE, "vocab_size": _SIZE, "objective": _OBJECTIVE,
+                   "generator_size": _OBJECTIVE, "output_bias": _OBJECTIVE, "short_seq_prob": _OBJECTIVE,
+                   "no_examples": "a distillation prints no fill-mask examples"}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -72,8 +76,7 @@ def run(args) -> int:
     from minibert.distill.run import distill
     refused = [name for name in NOT_FOR_DISTILL if getattr(args, name, None) not in (None, False)]
     if refused:
-        raise ValueError(f"--{refused[0].replace('_', '-')} is a pre-training option; a student's size and "
-                         f"tokenizer come from its --teacher (and --student-layers)")
+        raise ValueError(f"--{refused[0].replace('_', '-')} is a pre-training option: {NOT_FOR_DISTILL[refused[0]]}")
     return pretrain_command.start_or_resume(args, _given(args), DistillSettings, distill,
                                             lambda summary, settings: _print_summary(summary))
 

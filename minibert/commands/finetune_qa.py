@@ -58,7 +58,7 @@ def _prepare_squad(args, log):
         # abstain, as SQuAD 2.0 scores its answerable questions.)
         if test_v2 and not v2:
             raise ValueError(f"--test {args.test} is SQuAD v2.0 (it has unanswerable questions), but --train"
-                             f"{'/--eval' if args.eval else ''} are v1.1: a model fine-tuned without unanswerable "
+                             f"{'/--eval are' if args.eval else ' is'} v1.1: a model fine-tuned without unanswerable "
                              f"questions never answers 'no answer', so those would all score 0; test on v1.1 data, "
                              f"or fine-tune on v2.0 data")
     if args.max_train_examples is not None and args.max_train_examples < len(train):

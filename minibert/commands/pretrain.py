@@ -151,6 +151,8 @@ def start_or_resume(args, given: dict, settings_class, train, report) -> int:
             if finished:
                 print(finished)
                 return 0
+        from minibert.data.corpus import corpus_files
+        corpus_files(resolved[0].corpus)  # a mistyped --corpus: one line from this process, not from rank 0 of N
         start_ranks(args, resolved[0].batch_size)
 
     def body(comm) -> int:

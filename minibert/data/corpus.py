@@ -62,8 +62,10 @@ class Corpus:
         return self._fingerprint
 
 
-def load_corpus(sources: str | list[str], text_field: str = "text") -> Corpus:
-    """Read one built-in corpus name or any mix of files/folders into a Corpus."""
+def corpus_files(sources: str | list[str]) -> tuple[str | None, list[Path]]:
+    """(the built-in corpus `sources` names, or None; else the files it names, folders listed): checked, one
+    line for a missing path or a folder without text files, and nothing read. A command checks this before its
+    ranks start; load_corpus checks it again."""
     sources = [sources] if isinstance(sources, (str, Path)) else list(sources)
     if not sources:
         raise ValueError("no corpus given: name a built-in corpus (wiki, ptb) or text/JSONL files or folders")
@@ -71,8 +73,7 @@ def load_corpus(sources: str | list[str], text_field: str = "text") -> Corpus:
     if builtins and len(sources) > 1:
         raise ValueError(f"the built-in corpus {builtins[0]!r} cannot be mixed with other corpora")
     if builtins:
-        return _load_wiki() if builtins[0] == "wiki" else _load_ptb()
-
+        return str(builtins[0]), []
     files = []
     for source in sources:
         path = Path(source).expanduser()
@@ -80,6 +81,15 @@ def load_corpus(sources: str | list[str], text_field: str = "text") -> Corpus:
             raise FileNotFoundError(f"corpus {source!r} does not exist (expected a file, a folder, or one of "
                                     f"{', '.join(BUILTIN_CORPORA)})")
         files.extend(_corpus_files(path) if path.is_dir() else [path])
+    return None, files
+
+
+def load_corpus(sources: str | list[str], text_field: str = "text") -> Corpus:
+    """Read one built-in corpus name or any mix of files/folders into a Corpus."""
+    sources = [sources] if isinstance(sources, (str, Path)) else list(sources)
+    builtin, files = corpus_files(sources)
+    if builtin:
+        return _load_wiki() if builtin == "wiki" else _load_ptb()
     documents = []
     for path in files:
         documents.extend(read_documents(path, text_field))

@@ -23,14 +23,16 @@ DECIMALS = 4  # weights are stored rounded: 4 decimals is far below what the eye
 MAX_WEIGHTS = 4_000_000  # L*A*T*T numbers in the page: about 6 bytes each, so at most ~25 MB of HTML
 
 
-def check_fits_page(num_tokens: int, num_layers: int, num_heads: int) -> None:
+def check_fits_page(num_tokens: int, num_layers: int, num_heads: int, note: str = "") -> None:
     """A text too long for one page is one line; the token count is known once the text is tokenized, so the
-    command checks this before the model loads and runs."""
+    command checks this before the model loads and runs. note: encode_for_model's, when it cut the text (said
+    in the same line: the user's text was longer still)."""
     T, L, A = num_tokens, num_layers, num_heads
     if L * A * T * T > MAX_WEIGHTS:
         raise ValueError(f"{T} tokens x {L} layers x {A} heads is {L * A * T * T:,} attention weights, too many for "
                          f"one page (limit {MAX_WEIGHTS:,}, about {MAX_WEIGHTS * 6 // 10**6} MB); use a shorter text "
-                         f"(at most about {int((MAX_WEIGHTS / (L * A)) ** 0.5)} tokens for this model)")
+                         f"(at most about {int((MAX_WEIGHTS / (L * A)) ** 0.5)} tokens for this model)"
+                         + (f"; {note}" if note else ""))
 
 
 def attention_page(result: AttentionResult, layer: int = 0, head: int | None = 0) -> str:

@@ -118,6 +118,12 @@ def test_attention_refuses_a_text_too_long_for_the_page_before_loading(models, t
     err = one_line_error(capsys, ["attention", "--model", str(models["mlm"]), "the cat sat", "--html", str(out)])
     assert "5 tokens x 2 layers x 2 heads is 100 attention weights, too many for one page (limit 90" in err, err
     assert not out.exists()
+    # A text the model would cut says so in the same line: the text itself was longer than the count shown
+    monkeypatch.setattr(attention_html, "MAX_WEIGHTS", 200)
+    long = " ".join(["the cat sat"] * 40)
+    err = one_line_error(capsys, ["attention", "--model", str(models["mlm"]), long, "--html", str(out)])
+    assert "attention weights, too many for one page" in err and "; the text has 122 tokens but the model reads" \
+        in err, err
 
 
 def test_attention_tokenizer_may_be_a_run_folder(models, tmp_path, capsys):

@@ -91,7 +91,9 @@ def test_a_teacher_without_mlm_head_is_distilled_by_hidden_states(setup):
 
 
 @pytest.mark.parametrize("extra,message", [
-    (["--config", "tiny"], "--config is a pre-training option"),
+    (["--config", "tiny"], "--config is a pre-training option: a student's size and tokenizer come from its --teacher"),
+    (["--objective", "mlm"], "--objective is a pre-training option: a student learns by matching its --teacher"),
+    (["--no-examples"], "--no-examples is a pre-training option: a distillation prints no fill-mask examples"),
     (["--mode", "mlm"], "mode (--mode) mlm needs a teacher with an MLM head"),
     (["--alpha-ce", "1"], "--alpha-ce and --alpha-mlm need a teacher with an MLM head"),
     (["--student-layers", "5"], "--student-layers must be in 1..3"),

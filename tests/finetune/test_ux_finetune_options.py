@@ -263,7 +263,10 @@ def test_the_squad_version_of_a_test_file_must_be_the_runs(data, tmp_path, capsy
     v1, v2 = str(FIXTURES / "squad_v1_small.json"), str(FIXTURES / "squad_v2_small.json")
     err = one_line_error(capsys, ["finetune", "--task-type", "qa", "--model", str(data / "tagger_model"), "--train", v1,
                                   "--eval", v1, "--test", v2, "--out", str(tmp_path / "out"), "--procs", "1"])
-    assert "--test " in err and "squad_v2_small.json is SQuAD v2.0" in err and "are v1.1" in err
+    assert "--test " in err and "squad_v2_small.json is SQuAD v2.0" in err and "but --train/--eval are v1.1" in err
+    err = one_line_error(capsys, ["finetune", "--task-type", "qa", "--model", str(data / "tagger_model"), "--train", v1,
+                                  "--test", v2, "--out", str(tmp_path / "out"), "--procs", "1"])
+    assert "but --train is v1.1" in err
 
 
 # ---------------------------------------------------------------------------------------------------- QA units

@@ -198,6 +198,8 @@ def test_distill_checks_seq_len_against_the_teacher_and_names_its_options(tmp, c
     (["pretrain", "--config", "{tmp}/bad.json"], "bad.json: not valid JSON"),
     (["pretrain", "--weight-decay", "-1"], "weight_decay (--weight-decay) must be >= 0"),
     (["distill", "--resume", "{tmp}/runs/p"], "a minibert pretrain run, not a distill run"),
+    # the corpus last (every setting is checked first), and by this process, not by "rank 0 of 2"
+    (["pretrain"], "minibert pretrain: error: corpus '{tmp}/missing.txt' does not exist"),
 ])
 def test_two_processes_say_an_error_once(tmp, extra, message):
     (tmp / "runs" / "p").mkdir(parents=True)
@@ -207,5 +209,5 @@ def test_two_processes_say_an_error_once(tmp, extra, message):
             "--steps", "2", "--quiet", "--runs-dir", str(tmp / "runs"), *extra, "--procs", "2"]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     result = subprocess.run(args, capture_output=True, text=True, env=env, timeout=120)
-    assert result.returncode == 2 and message in result.stderr
+    assert result.returncode == 2 and message.format(tmp=tmp) in result.stderr, result.stderr
     assert result.stderr.count("error") == 1 and len(result.stderr.strip().splitlines()) == 1, result.stderr
