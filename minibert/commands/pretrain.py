@@ -18,7 +18,7 @@ def add_arguments(parser: argparse.ArgumentParser, defaults: PretrainSettings | 
     D = defaults if defaults is not None else PretrainSettings()  # noqa: N806  (shadows the module's D on purpose)
     parser.description = (
         "Pre-train a BERT from scratch on a corpus, on the CPU. With no options: the 'mini' model (~3M "
-        "parameters) on 10,033 Wikipedia summaries for about 13 minutes (first run: plus ~1 minute to train a "
+        "parameters) on 10,033 Wikipedia summaries for about 13 minutes (first run: plus a few seconds to train a "
         "tokenizer and tokenize, cached afterwards). Shows a progress bar, evaluates on held-out documents, "
         "writes checkpoints loadable by Hugging Face transformers, and ends by filling in a few [MASK]s.")
     parser.epilog = ("Examples:  minibert pretrain   |   minibert pretrain --corpus ptb --minutes 5   |   "
