@@ -62,14 +62,10 @@ class FillMask:
     def __call__(self, text: str, top_k: int = 5) -> list[list[dict]]:
         return fill_mask(self.model, self.tokenizer, text, top_k)
 
-    def check(self, text: str) -> None:
-        """Raise the ValueError that filling `text` would raise (no [MASK], too long) without running the model,
-        so that several texts can all be checked before the first one's guesses are shown."""
-        self.encode(text)
-
     def encode(self, text: str) -> tuple[np.ndarray, np.ndarray]:
-        """`check`, keeping what it computed: (token ids (T,), [MASK] positions (M,)) for `fill_encoded`, so that
-        checking every text first does not encode each one twice."""
+        """(token ids (T,), [MASK] positions (M,)) for `fill_encoded`, or the ValueError that filling `text` would
+        raise (no [MASK], too long), without running the model: several texts can all be checked before the first
+        one's guesses are shown, and none is encoded twice."""
         return encode_masked(_masked_lm(self.model), self.tokenizer, text)
 
     def fill_encoded(self, encoded: tuple[np.ndarray, np.ndarray], top_k: int = 5) -> list[list[dict]]:

@@ -9,7 +9,6 @@ from minibert.commands import pretrain as pretrain_command
 from minibert.distill.settings import DistillSettings
 
 D = DistillSettings()
-# Pre-training options that make no sense here: the student's size and tokenizer come from the teacher.
 # Pre-training's options a distillation has no use for, and why (the refusal says it).
 _SIZE = "a student's size and tokenizer come from its --teacher (and --student-layers)"
 _OBJECTIVE = "a student learns by matching its --teacher (--mode and the --alpha-* weights say how)"
