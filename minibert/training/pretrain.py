@@ -352,8 +352,7 @@ def _train(settings: PretrainSettings, resume_checkpoint: Path | None, run_dir: 
                                                     ranks=comm.size) * settings.grad_accum
                 plan = make_plan(steps_that_fit(settings.minutes * 60, step_seconds, eval_seconds), settings,
                                  timed=True)
-                how_long = (f" (for now: {step_seconds:.2f} s per step measured, {settings.minutes:g} "
-                            f"minute{'' if settings.minutes == 1 else 's'})")
+                how_long = f" (for now: {step_seconds:.2f} s per step measured, {counted(settings.minutes, 'minute')})"
         run_dir, plan, eval_seconds = comm.broadcast(
             [str(run_dir), plan.state_dict(), eval_seconds] if comm.is_root else None)
         run_dir, plan = Path(run_dir), Plan(**plan)
@@ -471,8 +470,7 @@ def _train(settings: PretrainSettings, resume_checkpoint: Path | None, run_dir: 
                 bar.total = plan.total_steps
                 if abs(plan.total_steps - old_total) > 0.02 * old_total:
                     say(f"step {done:>6,}  measured {mean_step:.2f} s per step: {counted(plan.total_steps, 'step')} "
-                        f"fit in {settings.minutes:g} minute{'' if settings.minutes == 1 else 's'} (planned "
-                        f"{old_total:,})")
+                        f"fit in {counted(settings.minutes, 'minute')} (planned {old_total:,})")
             if (done % settings.log_every == 0 or done == plan.total_steps) and comm.is_root:
                 record = _reported(model, window.record(lr, grad_norm))
                 metrics.append({"step": done, "split": "train", **record, "epoch": stream.epoch,
