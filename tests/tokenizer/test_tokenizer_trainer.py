@@ -256,16 +256,21 @@ def test_jsonl_and_gz_files_are_read_as_pretrain_reads_them(tmp_path, summaries)
     assert words == expected
 
 
-@pytest.mark.parametrize("name, content, message", [
+# gzip.compress writes the current time into its header unless mtime is given: parameters built from the clock
+# differ between pytest-xdist workers that import this file a second apart, and the run is refused.
+BAD_FILES = [
     ("bad.jsonl", b'{"text": "fine"}\n{"text": oops}\n', r"bad\.jsonl, line 2: not valid JSON"),
     ("field.jsonl", b'{"body": "x"}\n', r"field\.jsonl, line 1: expected a JSON object with a 'text' field"),
     ("kind.jsonl", b'\n{"text": 3}\n', r"kind\.jsonl, line 2: field 'text' must be a string, got int"),
     ("utf.jsonl", b'{"text": "a"}\n{"text": "\xe9"}\n', r"utf\.jsonl: not UTF-8 text: byte 0xe9 at byte offset 24"),
-    ("broken.txt.gz", gzip.compress(b"hello world " * 50)[:30], r"broken\.txt\.gz: cannot be read as gzip"),
+    ("broken.txt.gz", gzip.compress(b"hello world " * 50, mtime=0)[:30], r"broken\.txt\.gz: cannot be read as gzip"),
     ("plain.txt.gz", b"not compressed", r"plain\.txt\.gz: cannot be read as gzip"),
-    ("latin.txt.gz", gzip.compress(b"ok caf\xe9"), r"latin\.txt\.gz \(decompressed\): not UTF-8 text: byte 0xe9 "
+    ("latin.txt.gz", gzip.compress(b"ok caf\xe9", mtime=0), r"latin\.txt\.gz \(decompressed\): not UTF-8 text: byte 0xe9 "
                                                   r"at byte offset 6"),
-])
+]
+
+
+@pytest.mark.parametrize("name, content, message", BAD_FILES, ids=[name for name, _, _ in BAD_FILES])
 def test_bad_jsonl_and_gz_files_give_one_line_errors(tmp_path, name, content, message):
     (tmp_path / name).write_bytes(content)
     with pytest.raises(ValueError, match=message) as caught:
