@@ -11,5 +11,7 @@ if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; the
     fi
 fi
 # Two test processes on two cores, one BLAS thread each (two threads per process would oversubscribe).
+# --dist loadgroup keeps the course's chapters and the documentation site (which shows their outputs) on one
+# worker, in that order.
 export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
-python3 -m pytest -n 2 -q -p no:cacheprovider "$@"
+python3 -m pytest -n 2 --dist loadgroup -q -p no:cacheprovider "$@"

@@ -1,0 +1,79 @@
+"""Small helpers every chapter of the course imports: the quick switch, the checks and their printed table.
+
+A chapter runs as a notebook (built by `python course/build.py`) or as a plain script (`python course/04_attention.py`);
+in both, this file sits beside it and is found on the import path.
+"""
+
+import os
+
+import numpy as np
+
+# Quick mode (MINIBERT_COURSE_QUICK=1, what CI runs): fewer steps and smaller slices through the same code.
+QUICK = os.environ.get("MINIBERT_COURSE_QUICK", "") == "1"
+
+
+def quick(full, fast):
+    """`fast` in quick mode, `full` otherwise: one place where a chapter says how much it shrinks."""
+    return fast if QUICK else full
+
+
+def check(name, mine, reference, rtol=1e-5, atol=1e-6):
+    """Assert that `mine` equals `reference` within tolerance and print the largest difference.
+
+    Returns the largest absolute difference, so a chapter can collect them into a table."""
+    mine, reference = np.asarray(mine), np.asarray(reference)
+    assert mine.shape == reference.shape, f"{name}: shape {mine.shape} against {reference.shape}"
+    largest = float(np.max(np.abs(mine.astype(np.float64) - reference.astype(np.float64)))) if mine.size else 0.0
+    print(f"{name:<48} largest difference {largest:.2e}")
+    np.testing.assert_allclose(mine, reference, rtol=rtol, atol=atol, err_msg=name)
+    return largest
+
+
+def numerical_gradient(f, x, eps=1e-6):
+    """d f / d x by central differences, one entry at a time (float64 x; f returns a scalar)."""
+    grad = np.zeros_like(x)
+    flat, out = x.reshape(-1), grad.reshape(-1)
+    for i in range(flat.size):
+        old = flat[i]
+        flat[i] = old + eps
+        plus = f()
+        flat[i] = old - eps
+        minus = f()
+        flat[i] = old
+        out[i] = (plus - minus) / (2 * eps)
+    return grad
+
+
+def torch_or_none():
+    """torch, where it is installed (the reference checks use it), else None with a note."""
+    try:
+        import torch
+    except ImportError:
+        print("torch is not installed: the check against transformers is skipped "
+              "(pip install -e '.[dev]' installs it)")
+        return None
+    return torch
+
+
+def solution(chapter, name):
+    """The solution of one exercise: the function `name` of course/solutions/<chapter>.py."""
+    import importlib.util
+    from pathlib import Path
+    path = Path(__file__).resolve().parent / "solutions" / f"{chapter}.py"
+    spec = importlib.util.spec_from_file_location(f"solutions_{chapter}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return getattr(module, name)
+
+
+def exercise(number, answer, chapter, test):
+    """Check an exercise: `test(answer)` asserts what a right answer does.
+
+    While the learner has not written it yet (the answer raises NotImplementedError), the same test runs on the
+    solution in course/solutions/, so the notebook still runs through and the test itself is shown to pass."""
+    try:
+        test(answer)
+        print(f"exercise {number}: your answer passes")
+    except NotImplementedError:
+        test(solution(chapter, answer.__name__))
+        print(f"exercise {number}: not answered yet; the solution (course/solutions/{chapter}.py) passes the test")
