@@ -19,7 +19,7 @@ import math
 import matplotlib.pyplot as plt
 import numpy as np
 
-from _course import QUICK, check, exercise, numerical_gradient, quick, torch_or_none
+from _course import QUICK, check, exercise, numerical_gradient, torch_or_none
 from minibert.layers.attention import self_attention_backward, self_attention_forward, softmax_backward, softmax_forward
 
 print("quick mode" if QUICK else "full mode")
@@ -66,6 +66,7 @@ params = {PREFIX + f"{n}.{p}": rng.standard_normal((H, H) if p == "weight" else 
 x = rng.standard_normal((B, T, H))  # (B, T, H)
 attention_mask = np.array([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]])  # (B, T): 1 = real token, 0 = padding
 additive_mask = (1.0 - attention_mask[:, None, None, :]) * np.finfo(np.float64).min  # (B, 1, 1, T)
+print(f"B = {B}, T = {T}, H = {H}, A = {A}, D = {D}")
 print({k: v.shape for k, v in params.items()})
 
 
@@ -212,6 +213,13 @@ for name in params:
     check(f"d {name[len(PREFIX):]}: minibert vs finite diff.", grads_mb[name], numerical_gradient(loss, params[name]))
 
 # %% [markdown]
+# One gradient is zero: the key bias's. It adds $q_i \cdot b_k$ to *every* score of row $i$ alike, and a softmax
+# does not change when its whole row shifts. (Finite differences agree; the size printed is rounding.)
+
+# %%
+print("largest |d key.bias|:", float(np.abs(grads[PREFIX + "key.bias"]).max()))
+
+# %% [markdown]
 # The softmax backward on its own, in float64, against finite differences of minibert's `softmax_forward`
 # (which works in place, hence the copies):
 
@@ -261,6 +269,7 @@ model, tokenizer = load_model_and_tokenizer(resolve_model_folder("minilm"))
 sentence = "the cat sat on the mat because it was tired"
 result = compute_attention(model, tokenizer, sentence)
 print(f"{len(result.tokens)} tokens, {result.num_layers} layers x {result.num_heads} heads, "
+      f"H = {model.config.hidden_size}, "
       f"attentions {result.attentions.shape} (L, A, T, T)")
 print("largest |row sum - 1|:", float(np.abs(result.attentions.sum(axis=-1) - 1).max()))
 
