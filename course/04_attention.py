@@ -39,7 +39,8 @@ print("quick mode" if QUICK else "full mode")
 #
 # ## The maths
 #
-# For one head, with $X$ the $(T, H)$ input of one sequence:
+# For one head, with $X$ the $(T, H)$ input of one sequence ($W_q$, $W_k$, $W_v$ being that head's $D$ rows of
+# the full $(H, H)$ matrices, so $Q, K, V$ are $(T, D)$):
 #
 # $$Q = X W_q^\top + b_q,\quad K = X W_k^\top + b_k,\quad V = X W_v^\top + b_v$$
 # $$S = \frac{Q K^\top}{\sqrt{D}} + M,\qquad P = \mathrm{softmax}_\text{rows}(S),\qquad C = P V$$
@@ -53,7 +54,7 @@ print("quick mode" if QUICK else "full mode")
 #
 # ## The code: forward
 #
-# The parameters use Hugging Face's names, exactly as minibert's layer reads them. A small problem: batch
+# The parameters use Hugging Face's names, exactly as minibert's layer reads them. A small example: batch
 # $B = 2$, $T = 5$ tokens, $H = 8$ features, $A = 2$ heads of $D = 4$. The second sequence has two padding tokens.
 
 # %%
@@ -123,6 +124,7 @@ print("scores             ", np.round(s_row, 3))
 print("softmax, no mask   ", np.round(softmax(s_row), 3))
 print("softmax, with mask ", np.round(softmax(s_row + additive_mask[1, 0, 0]), 3))
 print("row sum with mask  ", softmax(s_row + additive_mask[1, 0, 0]).sum())
+print("padded keys, exactly:", softmax(s_row + additive_mask[1, 0, 0])[attention_mask[1] == 0])
 
 fig, axes = plt.subplots(1, 2, figsize=(9, 3), sharey=True)
 for ax, row, title in [(axes[0], softmax(s_row), "no mask"),

@@ -36,7 +36,6 @@ def run_chapter(mode):
                           text=True, timeout=300)
 
 
-@pytest.mark.xdist_group("course")
 def test_a_wrong_softmax_gradient_fails_the_attention_chapter():
     pytest.importorskip("matplotlib")
     done = run_chapter("perturbed")
@@ -47,7 +46,6 @@ def test_a_wrong_softmax_gradient_fails_the_attention_chapter():
     assert "exercise 1:" not in done.stdout  # stopped at the check, not later
 
 
-@pytest.mark.xdist_group("course")
 def test_the_same_harness_runs_the_unperturbed_chapter_to_its_end():
     pytest.importorskip("matplotlib")
     done = run_chapter("unperturbed")
