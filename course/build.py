@@ -44,19 +44,26 @@ def execute(notebook, timeout=600, quick=False):
     """Run every cell in a real Jupyter kernel started in course/ (so `import _course` works); raises on the
     first cell that raises (nbclient's CellExecutionError names the cell)."""
     from nbclient import NotebookClient
-    env_before = os.environ.get("MINIBERT_COURSE_QUICK")
-    if quick:
-        os.environ["MINIBERT_COURSE_QUICK"] = "1"
+    # The kernel inherits this process's environment: quick mode goes through it, and a non-interactive
+    # MPLBACKEND (Agg, as the tests set) must not, or the notebook would keep no figures.
+    env = {"MINIBERT_COURSE_QUICK": "1" if quick else os.environ.get("MINIBERT_COURSE_QUICK"), "MPLBACKEND": None}
+    saved = {name: os.environ.get(name) for name in env}
+    for name, value in env.items():
+        set_env(name, value)
     try:
         NotebookClient(notebook, timeout=timeout, kernel_name="python3",
                        resources={"metadata": {"path": str(COURSE)}}).execute()
     finally:
-        if quick:
-            if env_before is None:
-                os.environ.pop("MINIBERT_COURSE_QUICK", None)
-            else:
-                os.environ["MINIBERT_COURSE_QUICK"] = env_before
+        for name, value in saved.items():
+            set_env(name, value)
     return notebook
+
+
+def set_env(name, value):
+    if value is None:
+        os.environ.pop(name, None)
+    else:
+        os.environ[name] = value
 
 
 def write_atomically(notebook, path):
