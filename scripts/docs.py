@@ -11,7 +11,8 @@ mkdocs reads its pages from one folder, so this script stages one (mkdocs.yml sa
   otherwise the notebook built from the source with jupytext, without outputs;
 - every file of the repository a staged page links to: a source file (minibert/layers/attention.py) becomes a page
   that shows its code (the link is pointed at it), an image is copied as it is. A link to a chapter's source or to
-  course/notebooks/NN_name.ipynb is pointed at the chapter's page, a link to a folder at its README.md.
+  course/notebooks/NN_name.ipynb is pointed at the chapter's page, a link to a folder at its README.md (or, where
+  it has none, at a page that lists its files, as GitHub shows a folder).
 The navigation is written from the pages present, and the build is strict: a link to a missing page or file, to a
 heading that does not exist, or one mkdocs cannot resolve fails it (mkdocs.yml, validation).
 """
@@ -35,7 +36,8 @@ EXECUTED = ROOT / "build" / "course"  # where tests/course/test_chapters.py writ
 # The guides in the order a learner meets them; a page of docs/ not named here comes after them, by name.
 GUIDE_ORDER = ["ARCHITECTURE", "tokenizer", "pretraining", "finetuning", "checkpoints", "distillation", "descendants",
                "visualisation", "scaling", "memory", "performance"]
-RESULT_PAGES = ["results", "experiments"]
+# Measured figures and experiments: docs/results.md, then any docs/results-AREA.md, then docs/experiments.md.
+RESULT_PAGE = re.compile(r"docs/(results(-[\w-]+)?|experiments)\.md")
 CODE_LANGUAGES = {".py": "python", ".sh": "bash", ".toml": "toml", ".yml": "yaml", ".yaml": "yaml", ".json": "json",
                   ".cfg": "ini", ".txt": "text", ".jsonl": "json", ".csv": "text", ".conll": "text", ""
                   : "text"}
@@ -122,7 +124,10 @@ class Stage:
 
     def follow_links(self):
         """Stage what the Markdown pages link to, and point links at what the site has (see the module doc)."""
-        for page in [name for name in self.files if name.endswith(".md")]:
+        done = set()
+        while todo := [name for name in self.files if name.endswith(".md") and name not in done]:
+            page = todo[0]  # pages staged for a link are followed in turn
+            done.add(page)
             text = self.files[page].decode("utf-8")
 
             def fix(match, group=2):
@@ -164,24 +169,47 @@ class Stage:
             readme = posixpath.join(repo_path, "README.md") if repo_path != "." else "README.md"
             if readme in self.files:
                 return to(readme)
-            return None  # mkdocs reports a link to a folder
+            index = posixpath.join(repo_path, "index.md")
+            if index not in self.files:
+                self.files[index] = self._listing(repo_path)
+            return to(index)
+        staged = self._stage_file(repo_path)
+        if staged is None or staged == repo_path:
+            return None  # a missing file, which mkdocs reports, or one staged as it is
+        return to(staged, keep_anchor=False)  # a code page has no line anchors
+
+    def _stage_file(self, repo_path: str) -> str | None:
+        """Stage one file of the repository; returns its staged path (a source file: its code page), or None."""
+        source = self.root / repo_path
         if not source.is_file():
-            return None  # mkdocs reports the missing file
+            return None
         suffix = source.suffix.lower()
         if suffix in ASSETS:
             self.files[repo_path] = source.read_bytes()
-            return None
+            return repo_path
         if suffix in CODE_LANGUAGES or suffix == ".md":
             try:
                 text = source.read_text(encoding="utf-8")
             except UnicodeDecodeError:
                 return None
             if suffix == ".md":  # a Markdown file outside the pages (e.g. tests/README.md): shown as written
-                self.files[repo_path] = text.encode("utf-8")
-                return None
+                self.files.setdefault(repo_path, text.encode("utf-8"))
+                return repo_path
             self.files[repo_path + ".md"] = code_page(repo_path, text)
-            return to(repo_path + ".md", keep_anchor=False)  # a code page has no line anchors
+            return repo_path + ".md"
         return None
+
+    def _listing(self, repo_path: str) -> bytes:
+        """The page of a linked folder that has no README.md: its files, each linked to its page, as GitHub lists
+        a folder."""
+        lines = [f"# {repo_path}/", ""]
+        for path in sorted((self.root / repo_path).iterdir()):
+            if path.name.startswith((".", "__")) or path.suffix in (".pyc", ".tmp"):
+                continue
+            name = path.name + ("/" if path.is_dir() else "")
+            staged = None if path.is_dir() else self._stage_file(posixpath.join(repo_path, path.name))
+            lines.append(f"- [{name}]({posixpath.basename(staged)})" if staged else f"- {name}")
+        return ("\n".join(lines) + "\n").encode("utf-8")
 
     def nav(self) -> list:
         files = self.files
@@ -190,12 +218,13 @@ class Stage:
         if course:
             nav.append({"Course": course})
         guides = sorted((name for name in files if re.fullmatch(r"docs/[^/]+\.md", name)
-                         and Path(name).stem not in RESULT_PAGES),
+                         and not RESULT_PAGE.fullmatch(name)),
                         key=lambda n: (GUIDE_ORDER.index(Path(n).stem) if Path(n).stem in GUIDE_ORDER
                                        else len(GUIDE_ORDER), n))
         if guides:
             nav.append({"Guides": guides})
-        results = [f"docs/{name}.md" for name in RESULT_PAGES if f"docs/{name}.md" in files]
+        results = sorted((name for name in files if RESULT_PAGE.fullmatch(name)),
+                         key=lambda n: (n != "docs/results.md", n == "docs/experiments.md", n))
         if results:
             nav.append({"Results": results})
         if "CHANGELOG.md" in files:
