@@ -151,7 +151,7 @@ LEGITIMATE = {
     "subprocess-session": "subprocess.Popen(cmd, start_new_session=True)",
     "tmp-as-option": "minibert pretrain --steps 30 --runs-dir /tmp/memruns --no-examples",
     "tmp-as-variable": "MINIBERT_CACHE=/tmp/cache minibert pretrain",
-    "tmp-as-option-wrapped": "`minibert pretrain --steps 30 --runs-dir\n/tmp/memruns --no-examples` with an empty cache",
+    "tmp-as-option-wrapped": "`minibert pretrain --runs-dir\n/tmp/memruns --no-examples` with an empty cache",
     "tmp-path-fixture": "out = tmp_path / 'model'",
     "upstream-issue-url": "(https://github.com/huggingface/safetensors/issues/825)",
     "helper-module": "from pretrain_helpers import synthetic_documents",
