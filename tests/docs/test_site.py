@@ -101,10 +101,11 @@ class Warnings(logging.Handler):
         self.messages.append(record.getMessage())
 
 
-def build_small_site(tmp_path, files):
+def build_small_site(tmp_path, files, monkeypatch):
     """Stage a small repository as scripts/docs.py does and build it with the site's config, in this process (a
     mkdocs process per case would start the theme again each time): (whether it built, mkdocs' warnings)."""
     from mkdocs.commands.build import build
+    monkeypatch.chdir(tmp_path)  # mkdocs-jupyter keeps its cache in .cache/ of the working directory
     from mkdocs.config import load_config
     from mkdocs.exceptions import Abort
     root = tmp_path / "repo"
@@ -124,17 +125,17 @@ def build_small_site(tmp_path, files):
     return built, warnings.messages
 
 
-def test_a_small_site_with_good_links_builds(tmp_path):
-    built, warnings = build_small_site(tmp_path, GOOD)
+def test_a_small_site_with_good_links_builds(tmp_path, monkeypatch):
+    built, warnings = build_small_site(tmp_path, GOOD, monkeypatch)
     assert built and not warnings, warnings
     assert (tmp_path / "site" / "tool" / "core.py" / "index.html").is_file()
 
 
-def test_a_folder_without_readme_gets_a_page_that_lists_its_files(tmp_path):
+def test_a_folder_without_readme_gets_a_page_that_lists_its_files(tmp_path, monkeypatch):
     files = dict(GOOD, **{"tool/helpers.py": "X = 1\n", "tool/__pycache__/core.pyc": "",
                           "tool/data/rows.csv": "a,b\n"})
     files["README.md"] += "\nAll of [the tool](tool/).\n"
-    built, warnings = build_small_site(tmp_path, files)
+    built, warnings = build_small_site(tmp_path, files, monkeypatch)
     assert built and not warnings, warnings
     listing = (tmp_path / "stage" / "src" / "tool" / "index.md").read_text()
     assert listing == "# tool/\n\n- [core.py](core.py.md)\n- data/\n- [helpers.py](helpers.py.md)\n"
@@ -142,11 +143,11 @@ def test_a_folder_without_readme_gets_a_page_that_lists_its_files(tmp_path):
 
 
 @pytest.mark.parametrize("kind", sorted(BROKEN))
-def test_a_broken_link_fails_the_strict_build(tmp_path, kind):
+def test_a_broken_link_fails_the_strict_build(tmp_path, kind, monkeypatch):
     page, link, named = BROKEN[kind]
     files = dict(GOOD)
     files[page] += f"\nA broken link: {link}.\n"
-    built, warnings = build_small_site(tmp_path, files)
+    built, warnings = build_small_site(tmp_path, files, monkeypatch)
     assert not built, f"the site built with {link}"
     assert len(warnings) == 1 and named in warnings[0], warnings
 
