@@ -42,6 +42,9 @@ CODE_LANGUAGES = {".py": "python", ".sh": "bash", ".toml": "toml", ".yml": "yaml
                   : "text"}
 ASSETS = {".png", ".svg", ".jpg", ".jpeg", ".gif", ".webp", ".html", ".css", ".js"}
 CHAPTER = re.compile(r"^\d\d_\w+$")
+# mkdocs.yml's extra_css: a wider page than the theme's 61rem, so a chapter's code and printed tables fit.
+STYLESHEET = "assets/minibert.css"
+STYLE = ".md-grid { max-width: 80rem; }\n"
 LINK = re.compile(r"(\]\()(<[^>]*>|[^)\s]+)((?:\s+\"[^\"]*\")?\))")  # [text](target "title")
 REFERENCE = re.compile(r"^(\s*\[[^\]]+\]:\s+)(\S+)(.*)$", re.MULTILINE)  # [name]: target
 IMAGE_TAG = re.compile(r"(<img\b[^>]*?\bsrc=\")([^\"]+)(\")")
@@ -96,6 +99,7 @@ class Stage:
 
     def add_pages(self):
         root = self.root
+        self.files[STYLESHEET] = STYLE.encode("utf-8")
         for name in ("README.md", "CHANGELOG.md"):
             if (root / name).exists():
                 self.files[name] = (root / name).read_bytes()
