@@ -37,9 +37,9 @@ GUIDE_ORDER = ["ARCHITECTURE", "tokenizer", "pretraining", "finetuning", "checkp
                "visualisation", "scaling", "memory", "performance"]
 # Measured figures and experiments: docs/results.md, then any docs/results-AREA.md, then docs/experiments.md.
 RESULT_PAGE = re.compile(r"docs/(results(-[\w-]+)?|experiments)\.md")
+# Source files a page may link to, shown as code pages, with the highlighting of their language ("": no suffix).
 CODE_LANGUAGES = {".py": "python", ".sh": "bash", ".toml": "toml", ".yml": "yaml", ".yaml": "yaml", ".json": "json",
-                  ".cfg": "ini", ".txt": "text", ".jsonl": "json", ".csv": "text", ".conll": "text", ""
-                  : "text"}
+                  ".cfg": "ini", ".txt": "text", ".jsonl": "json", ".csv": "text", ".conll": "text", "": "text"}
 ASSETS = {".png", ".svg", ".jpg", ".jpeg", ".gif", ".webp", ".html", ".css", ".js"}
 CHAPTER = re.compile(r"^\d\d_\w+$")
 # mkdocs.yml's extra_css: a wider page than the theme's 61rem, so a chapter's code and printed tables fit.
@@ -110,14 +110,17 @@ class Stage:
                 self.files[path.relative_to(root).as_posix()] = path.read_bytes()
         if (root / "course" / "README.md").exists():
             self.files["course/README.md"] = (root / "course" / "README.md").read_bytes()
+        bare = []
         for source in chapter_sources(root):
             data, executed = chapter_notebook(source, self.executed_dir)
             self.files[f"course/{source.stem}.ipynb"] = data
             self.chapters.append(f"course/{source.stem}.ipynb")
             if not executed:
-                self.notes.append(f"course/{source.name}: no executed notebook in {self._shown(self.executed_dir)}"
-                                  " newer than the source; its page shows the code without outputs (python3 -m "
-                                  f"pytest tests/course -k {source.stem} writes one)")
+                bare.append(source.stem[:2])
+        if bare:
+            self.notes.append(f"course chapters {', '.join(bare)}: no executed notebook in "
+                              f"{self._shown(self.executed_dir)} newer than the source, so their pages show the code "
+                              "without outputs (python3 -m pytest tests/course/test_chapters.py writes them)")
 
     def _shown(self, path: Path) -> str:
         try:
@@ -319,15 +322,20 @@ def main(argv=None) -> int:
     try:
         import material  # noqa: F401
         import mkdocs as _mkdocs  # noqa: F401
+        import jupytext  # noqa: F401
         import mkdocs_jupyter  # noqa: F401
     except ImportError as e:
         print(f"scripts/docs.py: {e.name} is not installed: pip install -e '.[docs]'", file=sys.stderr)
         return 1
     if args.command == "build":
         start = time.perf_counter()
-        result = build(site_dir=args.site_dir, out=args.stage_dir)
-        sys.stderr.write(result.stdout)
+        try:
+            result = build(site_dir=args.site_dir, out=args.stage_dir)
+        except StagingError as e:
+            print(f"scripts/docs.py: {e}", file=sys.stderr)
+            return 1
         if result.returncode:
+            sys.stderr.write(result.stdout)
             print("scripts/docs.py: the site did not build (the errors above name each page and link)",
                   file=sys.stderr)
             return result.returncode
