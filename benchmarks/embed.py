@@ -39,7 +39,7 @@ def parse_args():
     p.add_argument("--rounds", type=int, default=3, help="timed rounds per contender, alternating (default 3)")
     p.add_argument("--workers", type=int, default=None,
                    help="minibert's batches run at once, each on its own thread (default: --threads; 1: one batch "
-                        "at a time on a --threads-thread BLAS, as before the sixth session)")
+                        "at a time on a --threads-thread BLAS, to see what running batches side by side buys)")
     p.add_argument("--gelu", choices=["auto", "numpy", "numba", "both"], default="auto",
                    help="minibert's exact GELU: auto (numba's if installed, as MINIBERT_NUMBA says), numpy, numba, "
                         "or both as two contenders (default auto)")

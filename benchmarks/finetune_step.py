@@ -149,7 +149,7 @@ times, worst = {"minibert": [], "torch": [], "dense": []}, 0.0
 
 def settle():
     """On several threads, a pause before each timed step: NumPy's OpenBLAS threads spin for ~0.1 s after their
-    last GEMM and would hold a core through the start of torch's step (docs/performance.md, tenth session)."""
+    last GEMM and would hold a core through the start of torch's step (python benchmarks/blas_spin.py shows it)."""
     if args.threads > 1:
         time.sleep(0.2)
 

@@ -5,7 +5,7 @@
 
 minibert's matmuls go through NumPy's bundled OpenBLAS; torch's CPU wheel uses MKL (oneDNN for some
 products). Which of the two is faster at a shape depends on the machine: on an AMD EPYC they were level, on an
-Intel Xeon with AMX MKL was 10-31% faster (docs/performance.md, tenth session). No code in minibert can close
+Intel Xeon with AMX MKL was 10-31% faster (November 23, 2026, this script, --threads 1). No code in minibert can close
 that gap, so it bounds every minibert / torch ratio of benchmarks/train_step.py from below: this prints, per
 shape, both times and their ratio, in alternating rounds, and the step's total (each shape's forward, dx and dW products,
 weighted by how often the step runs it: the shapes of benchmarks/matmul_floor.py, the last layer after its

@@ -396,7 +396,7 @@ def main():
             for c, kind in runs:
                 prepare, fn = contenders[c][kind]
                 # NumPy's OpenBLAS threads spin for ~0.1 s after a GEMM, holding the other cores: a torch step
-                # timed right after a minibert step ran 1.6x slower (docs/performance.md, ninth session). So each
+                # timed right after a minibert step ran 1.6x slower (python benchmarks/blas_spin.py). So each
                 # timed step follows an untimed one of the same contender, which absorbs the previous contender's
                 # spin, unless its steps take over a second, where the spin is under a tenth of a step.
                 if i >= 3 and settle[(c, kind)]:

@@ -15,7 +15,9 @@ from minibert.layers.threads import for_row_blocks, sum_rows
 def _layernorm_forward_block(x, w, b, eps, out, xhat, rstd):
     # x (n, H) -> out (n, H), xhat (n, H), rstd (n, 1)
     # Row sums as einsums: NumPy's .mean()/.sum() over a short last axis run their reduction loop once per row,
-    # 3-8x slower than einsum's loop for rows of a few hundred (docs/performance.md, eleventh session).
+    # several times slower than einsum's loop for rows of a few hundred: 165 against 61 us for 1024 x 192
+    # float32 on an AMD EPYC (November 27, 2026; python -m timeit -s "import numpy as np; x = np.ones((1024, 192),
+    # np.float32)" "x.sum(-1)", then the same with "np.einsum('nh->n', x)").
     H = x.shape[-1]
     mean = np.einsum("nh->n", x)[:, None]  # (n, 1) row sums ...
     mean /= H  # ... / H: the means

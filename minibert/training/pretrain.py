@@ -378,7 +378,7 @@ def _train(settings: PretrainSettings, resume_checkpoint: Path | None, run_dir: 
                dynamic_ncols=True)
     say = bar.write if progress else log  # lines printed during training must not break the progress bar
     last_eval, stopped_early, done, step_times = None, None, start_step, []
-    # With --minutes, a first session that runs far over its plan stops early (a resumed one just finishes).
+    # With --minutes, a fresh run that runs far over its plan stops early (a resumed one just finishes).
     budget_seconds = settings.minutes * 60 if settings.steps is None and not resume_checkpoint else math.inf
     t_loop, elapsed_before = time.perf_counter(), state["elapsed"] if resume_checkpoint else 0.0
     train_before, tokens_before = train_seconds, tokens_seen  # (a resumed run: its earlier sessions')

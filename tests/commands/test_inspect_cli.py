@@ -153,7 +153,7 @@ def test_attention_title_names_the_run_of_a_checkpoint():
 # ----------------------------------------------------------------------------------------------- embed-plot
 
 def test_embed_plot_empty_words_file_is_refused(models, tmp_path, capsys, monkeypatch):
-    """An empty --words-file used to plot the default words instead, without a word about it."""
+    """An empty --words-file is refused, not replaced in silence by the default words."""
     never_loaded(monkeypatch)
     words = tmp_path / "words.txt"
     words.write_text("\n  \n", encoding="utf-8")
@@ -230,7 +230,7 @@ def test_similarity_notes_a_text_longer_than_the_model_reads(models, capsys):
 
 
 def test_embed_of_an_empty_file_is_refused(models, tmp_path, capsys, monkeypatch):
-    """It used to load the model and write an empty (0, H) array."""
+    """Refused before the model loads, instead of writing an empty (0, H) array."""
     never_loaded(monkeypatch)
     empty = tmp_path / "empty.txt"
     empty.write_text("", encoding="utf-8")
@@ -253,7 +253,7 @@ def test_embed_notes_texts_longer_than_the_model_reads(models, tmp_path, capsys)
 # ----------------------------------------------------------------------------------------------- predict
 
 def test_tagger_notes_the_words_it_did_not_tag(models, capsys):
-    """Words past --max-length get no token: the output used to end early without a word about it."""
+    """Words past --max-length get no token: the output says so rather than ending early without a word."""
     text = " ".join(["anna was born in oslo ."] * 4)  # 24 words, the model reads 16 tokens
     assert main(["predict", "--model", str(models["tokens"]), text, "the cat", "--json"]) == 0
     captured = capsys.readouterr()

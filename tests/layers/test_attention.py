@@ -27,8 +27,8 @@ def test_softmax_matches_float64_over_many_blocks(T):
 @pytest.mark.parametrize("offset", [-60.0, -100.0, -1000.0])
 def test_softmax_rows_far_below_their_blocks_maximum(offset):
     # One head's scores far below the others' in the same block (a sequence's heads always share one). Shifting
-    # by the block's maximum instead of each row's, a cheaper reduction tried in the eleventh session, made these
-    # rows underflow (at -100 every exp is 0, and the row 0 / 0) and cost precision elsewhere; they must not.
+    # by the block's maximum instead of each row's, a tempting cheaper reduction, makes these rows underflow (at
+    # -100 every exp is 0, and the row 0 / 0) and costs precision elsewhere; softmax_forward must not.
     rng = np.random.default_rng(1)
     scores = (rng.standard_normal((6, 4, 64, 64)) * 3).astype(np.float32)
     scores[:, 1] += np.float32(offset)

@@ -279,8 +279,8 @@ def test_bad_jsonl_and_gz_files_give_one_line_errors(tmp_path, name, content, me
 
 
 def test_a_file_without_spaces_is_read_in_bounded_pieces(tmp_path, monkeypatch):
-    # No line break, no space: words end at punctuation (and other white space) only. Such a file used to be
-    # held whole; now it is cut after its last punctuation or white space, which gives exactly the same words.
+    # No line break, no space: words end at punctuation (and other white space) only. Such a file is not held
+    # whole: it is cut after its last punctuation or white space, which gives exactly the same words.
     text = "".join(f"word{i % 37},x{i}\u3000ñ{i % 5};" for i in range(400)) + "\t" + "y" * 700 + ",tail"
     path = tmp_path / "nospace.txt"
     path.write_text(text, encoding="utf-8")

@@ -1,7 +1,7 @@
 """`minibert params` and `minibert shapes` describe the model a folder holds, whatever its class: a fine-tuned
 classifier, tagger or QA model, a DistilBERT, an ELECTRA, a RoBERTa or ALBERT saved under its family's names.
-They used to build a BertForPreTraining for every architecture but BERT's three pre-training classes, so the
-counts of such a folder were another model's."""
+Building a BertForPreTraining for every architecture but BERT's three pre-training classes would count
+another model's parameters for such a folder."""
 
 from __future__ import annotations
 

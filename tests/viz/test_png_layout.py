@@ -29,8 +29,8 @@ def assert_nothing_cut(path, border=2):
 @pytest.mark.parametrize("view", [[], ["--layer", "1"], ["--head", "0"], ["--layer", "0", "--head", "1"]],
                          ids=["grid", "one-layer", "one-head-all-layers", "one-head"])
 def test_attention_png_of_a_2x2_model_keeps_its_title_and_labels(tiny_model_dir, tmp_path, view, text):
-    """2 layers x 2 heads makes the narrowest pictures: the title used to be wider than the figure and was cut
-    at both sides; one row of panels cut the bottom of the longest token label ("because")."""
+    """2 layers x 2 heads makes the narrowest pictures: a title wider than the figure must not be cut at both
+    sides, and one row of panels must not cut the bottom of the longest token label ("because")."""
     out = tmp_path / "attention.png"
     assert main(["attention", "--model", str(tiny_model_dir), text, *view, "--out", str(out)]) == 0
     assert_png_has_content(out)

@@ -1,0 +1,355 @@
+"""Build or serve the documentation site: the README as home page, the guides in docs/, the course's chapters.
+
+    python scripts/docs.py build      stage the pages into build/docs/src/, then `mkdocs build --strict` -> build/site/
+    python scripts/docs.py serve      the same, served at http://127.0.0.1:8000 and rebuilt when a page changes
+
+mkdocs reads its pages from one folder, so this script stages one (mkdocs.yml says why mkdocs):
+- README.md (the home page: mkdocs makes a README.md its folder's index), CHANGELOG.md, every file of docs/,
+  course/README.md;
+- each course chapter course/NN_name.py as course/NN_name.ipynb: the notebook the tests executed
+  (build/course/NN_name.ipynb, written by tests/course/test_chapters.py) when it is at least as new as its source,
+  otherwise the notebook built from the source with jupytext, without outputs;
+- every file of the repository a staged page links to: a source file (minibert/layers/attention.py) becomes a page
+  that shows its code (the link is pointed at it), an image is copied as it is. A link to a chapter's source or to
+  course/notebooks/NN_name.ipynb is pointed at the chapter's page, a link to a folder at its README.md (or, where
+  it has none, at a page that lists its files, as GitHub shows a folder).
+The navigation is written from the pages present, and the build is strict: a link to a missing page or file, to a
+heading that does not exist, or one mkdocs cannot resolve fails it (mkdocs.yml, validation).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import posixpath
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+EXECUTED = ROOT / "build" / "course"  # where tests/course/test_chapters.py writes the executed chapters
+
+# The guides in the order a learner meets them; a page of docs/ not named here comes after them, by name.
+GUIDE_ORDER = ["ARCHITECTURE", "tokenizer", "pretraining", "finetuning", "checkpoints", "distillation", "descendants",
+               "visualisation", "scaling", "memory", "performance"]
+# Measured figures and experiments: docs/results.md, then any docs/results-AREA.md, then docs/experiments.md.
+RESULT_PAGE = re.compile(r"docs/(results(-[\w-]+)?|experiments)\.md")
+# Source files a page may link to, shown as code pages, with the highlighting of their language ("": no suffix).
+CODE_LANGUAGES = {".py": "python", ".sh": "bash", ".toml": "toml", ".yml": "yaml", ".yaml": "yaml", ".json": "json",
+                  ".cfg": "ini", ".txt": "text", ".jsonl": "json", ".csv": "text", ".conll": "text", "": "text"}
+ASSETS = {".png", ".svg", ".jpg", ".jpeg", ".gif", ".webp", ".html", ".css", ".js"}
+CHAPTER = re.compile(r"^\d\d_\w+$")
+# mkdocs.yml's extra_css: a wider page than the theme's 61rem, so a chapter's code and printed tables fit.
+STYLESHEET = "assets/minibert.css"
+STYLE = ".md-grid { max-width: 80rem; }\n"
+LINK = re.compile(r"(\]\()(<[^>]*>|[^)\s]+)((?:\s+\"[^\"]*\")?\))")  # [text](target "title")
+REFERENCE = re.compile(r"^(\s*\[[^\]]+\]:\s+)(\S+)(.*)$", re.MULTILINE)  # [name]: target
+IMAGE_TAG = re.compile(r"(<img\b[^>]*?\bsrc=\")([^\"]+)(\")")
+
+
+class StagingError(Exception):
+    pass
+
+
+# ------------------------------------------------------------------------------------------------ the pages
+def chapter_sources(root: Path) -> list[Path]:
+    return sorted(p for p in (root / "course").glob("[0-9][0-9]_*.py"))
+
+
+def chapter_notebook(source: Path, executed_dir: Path) -> tuple[bytes, bool]:
+    """The notebook of one chapter as bytes, and whether it carries the outputs of an execution."""
+    executed = executed_dir / (source.stem + ".ipynb")
+    if executed.exists() and executed.stat().st_mtime >= source.stat().st_mtime:
+        return executed.read_bytes(), True
+    import jupytext
+    import nbformat
+    notebook = jupytext.read(source)
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    notebook.metadata.pop("jupytext", None)
+    for number, cell in enumerate(notebook.cells):  # the same bytes from the same source (jupytext draws random ids)
+        cell["id"] = f"cell-{number}"
+    return nbformat.writes(notebook).encode("utf-8"), False
+
+
+def code_page(relative: str, text: str) -> bytes:
+    """A page that shows a source file: its path as the title, its text in a fenced, highlighted block."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    language = CODE_LANGUAGES.get(Path(relative).suffix, "text")
+    return f"# {relative}\n\n{fence}{language}\n{text.rstrip()}\n{fence}\n".encode("utf-8")
+
+
+def outside_code(text: str, rewrite) -> str:
+    """`rewrite` applied to the parts of a Markdown text outside fenced code blocks."""
+    parts = re.split(r"(^(?:```|~~~)[^\n]*\n.*?^(?:```|~~~)[ \t]*$)", text, flags=re.MULTILINE | re.DOTALL)
+    return "".join(part if i % 2 else rewrite(part) for i, part in enumerate(parts))
+
+
+class Stage:
+    """What the staged folder holds: {path relative to it: bytes}, and the notes to print."""
+
+    def __init__(self, root: Path, executed_dir: Path):
+        self.root, self.executed_dir = root, executed_dir
+        self.files: dict[str, bytes] = {}
+        self.notes: list[str] = []
+        self.chapters: list[str] = []
+
+    def add_pages(self):
+        root = self.root
+        self.files[STYLESHEET] = STYLE.encode("utf-8")
+        for name in ("README.md", "CHANGELOG.md"):
+            if (root / name).exists():
+                self.files[name] = (root / name).read_bytes()
+        if not (root / "README.md").exists():
+            raise StagingError(f"{root}: no README.md, the home page")
+        for path in sorted((root / "docs").rglob("*")):
+            if path.is_file() and not any(part.startswith(".") for part in path.relative_to(root).parts):
+                self.files[path.relative_to(root).as_posix()] = path.read_bytes()
+        if (root / "course" / "README.md").exists():
+            self.files["course/README.md"] = (root / "course" / "README.md").read_bytes()
+        bare = []
+        for source in chapter_sources(root):
+            data, executed = chapter_notebook(source, self.executed_dir)
+            self.files[f"course/{source.stem}.ipynb"] = data
+            self.chapters.append(f"course/{source.stem}.ipynb")
+            if not executed:
+                bare.append(source.stem[:2])
+        if bare:
+            self.notes.append(f"course chapters {', '.join(bare)}: no executed notebook in "
+                              f"{self._shown(self.executed_dir)} newer than the source, so their pages show the code "
+                              "without outputs (python3 -m pytest tests/course/test_chapters.py writes them)")
+
+    def _shown(self, path: Path) -> str:
+        try:
+            return path.relative_to(self.root).as_posix() + "/"
+        except ValueError:
+            return str(path)
+
+    def follow_links(self):
+        """Stage what the Markdown pages link to, and point links at what the site has (see the module doc)."""
+        done = set()
+        while todo := [name for name in self.files if name.endswith(".md") and name not in done]:
+            page = todo[0]  # pages staged for a link are followed in turn
+            done.add(page)
+            text = self.files[page].decode("utf-8")
+
+            def fix(match, group=2):
+                target = match.group(group)
+                new = self._resolve(page, target.strip("<>"))
+                return match.group(0) if new is None else match.group(1) + new + match.group(group + 1)
+
+            def rewrite(part):
+                part = LINK.sub(fix, part)
+                part = REFERENCE.sub(fix, part)
+                return IMAGE_TAG.sub(fix, part)
+
+            new_text = outside_code(text, rewrite)
+            if new_text != text:
+                self.files[page] = new_text.encode("utf-8")
+
+    def _resolve(self, page: str, target: str) -> str | None:
+        """The link to write for `target` seen from staged `page`, staging what it needs; None: keep it as is."""
+        if re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]*:", target) or target.startswith(("#", "/")) or not target:
+            return None  # a URL, an anchor on this page, or an absolute path (mkdocs.yml makes that an error)
+        path, _, anchor = target.partition("#")
+        repo_path = posixpath.normpath(posixpath.join(posixpath.dirname(page), path))
+        if repo_path.startswith("../") or repo_path == "..":
+            return None  # outside the repository: mkdocs says so
+        here = posixpath.dirname(page) or "."
+
+        def to(staged: str, keep_anchor=True) -> str:
+            link = posixpath.relpath(staged, here)
+            return link + ("#" + anchor if anchor and keep_anchor else "")
+
+        source = self.root / repo_path
+        stem = Path(repo_path).stem
+        if CHAPTER.match(stem) and f"course/{stem}.ipynb" in self.files and \
+                repo_path in (f"course/{stem}.py", f"course/notebooks/{stem}.ipynb", f"course/{stem}.ipynb"):
+            return to(f"course/{stem}.ipynb")
+        if repo_path in self.files:
+            return None
+        if source.is_dir():
+            readme = posixpath.join(repo_path, "README.md") if repo_path != "." else "README.md"
+            if readme in self.files:
+                return to(readme)
+            index = posixpath.join(repo_path, "index.md")
+            if index not in self.files:
+                self.files[index] = self._listing(repo_path)
+            return to(index)
+        staged = self._stage_file(repo_path)
+        if staged is None or staged == repo_path:
+            return None  # a missing file, which mkdocs reports, or one staged as it is
+        return to(staged, keep_anchor=False)  # a code page has no line anchors
+
+    def _stage_file(self, repo_path: str) -> str | None:
+        """Stage one file of the repository; returns its staged path (a source file: its code page), or None."""
+        source = self.root / repo_path
+        if not source.is_file():
+            return None
+        suffix = source.suffix.lower()
+        if suffix in ASSETS:
+            self.files[repo_path] = source.read_bytes()
+            return repo_path
+        if suffix in CODE_LANGUAGES or suffix == ".md":
+            try:
+                text = source.read_text(encoding="utf-8")
+            except UnicodeDecodeError:
+                return None
+            if suffix == ".md":  # a Markdown file outside the pages (e.g. tests/README.md): shown as written
+                self.files.setdefault(repo_path, text.encode("utf-8"))
+                return repo_path
+            self.files[repo_path + ".md"] = code_page(repo_path, text)
+            return repo_path + ".md"
+        return None
+
+    def _listing(self, repo_path: str) -> bytes:
+        """The page of a linked folder that has no README.md: its files, each linked to its page, as GitHub lists
+        a folder."""
+        lines = [f"# {repo_path}/", ""]
+        for path in sorted((self.root / repo_path).iterdir()):
+            if path.name.startswith((".", "__")) or path.suffix in (".pyc", ".tmp"):
+                continue
+            name = path.name + ("/" if path.is_dir() else "")
+            staged = None if path.is_dir() else self._stage_file(posixpath.join(repo_path, path.name))
+            lines.append(f"- [{name}]({posixpath.basename(staged)})" if staged else f"- {name}")
+        return ("\n".join(lines) + "\n").encode("utf-8")
+
+    def nav(self) -> list:
+        files = self.files
+        nav: list = [{"Home": "README.md"}]
+        course = (["course/README.md"] if "course/README.md" in files else []) + self.chapters
+        if course:
+            nav.append({"Course": course})
+        guides = sorted((name for name in files if re.fullmatch(r"docs/[^/]+\.md", name)
+                         and not RESULT_PAGE.fullmatch(name)),
+                        key=lambda n: (GUIDE_ORDER.index(Path(n).stem) if Path(n).stem in GUIDE_ORDER
+                                       else len(GUIDE_ORDER), n))
+        if guides:
+            nav.append({"Guides": guides})
+        results = sorted((name for name in files if RESULT_PAGE.fullmatch(name)),
+                         key=lambda n: (n != "docs/results.md", n == "docs/experiments.md", n))
+        if results:
+            nav.append({"Results": results})
+        if "CHANGELOG.md" in files:
+            nav.append({"Changelog": "CHANGELOG.md"})
+        return nav
+
+
+def sync(files: dict[str, bytes], folder: Path) -> None:
+    """Make `folder` hold exactly `files`, writing only what changed (so a served site is not rebuilt in a loop)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, data in files.items():
+        path = folder / name
+        if path.is_file() and path.read_bytes() == data:
+            continue
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+    for path in sorted(folder.rglob("*"), reverse=True):
+        relative = path.relative_to(folder).as_posix()
+        if path.is_file() and relative not in files:
+            path.unlink()
+        elif path.is_dir() and not any(path.iterdir()):
+            path.rmdir()
+
+
+def stage(root: Path = ROOT, out: Path = ROOT / "build" / "docs", executed_dir: Path | None = None,
+          site_dir: Path | None = None, serve: bool = False) -> tuple[Path, list[str]]:
+    """Stage the pages of `root` into out/src/ and write out/mkdocs.yml; returns the config and the notes."""
+    staged = Stage(root, EXECUTED if executed_dir is None else executed_dir)
+    staged.add_pages()
+    staged.follow_links()
+    sync(staged.files, out / "src")
+    config = {
+        "INHERIT": str((ROOT / "mkdocs.yml").resolve()),
+        "docs_dir": "src",
+        "site_dir": str((site_dir or out.parent / "site").resolve()),
+        "nav": staged.nav(),
+    }
+    if serve:  # re-stage from the repository before each rebuild, when a watched file changed
+        config["hooks"] = [str(Path(__file__).resolve())]
+        config["watch"] = [str(p) for p in (root / "README.md", root / "CHANGELOG.md", root / "docs",
+                                            root / "course") if p.exists()]
+        config["extra"] = {"staged_from": str(root), "executed_dir": str(staged.executed_dir)}
+    # JSON is YAML: no YAML writer needed.
+    (out / "mkdocs.yml").write_text(json.dumps(config, indent=1) + "\n", encoding="utf-8")
+    return out / "mkdocs.yml", staged.notes
+
+
+def on_pre_build(config, **kwargs):
+    """mkdocs hook (serve only): stage again, so that an edit of README.md, docs/ or course/ shows on reload."""
+    extra = config.get("extra") or {}
+    if "staged_from" in extra:
+        staged = Stage(Path(extra["staged_from"]), Path(extra["executed_dir"]))
+        staged.add_pages()
+        staged.follow_links()
+        sync(staged.files, Path(config["docs_dir"]))
+
+
+# ------------------------------------------------------------------------------------------------ commands
+def mkdocs(args: list[str], config: Path) -> subprocess.CompletedProcess:
+    # Run in the staging folder, so mkdocs-jupyter's cache (.cache/) stays there.
+    # The build's output (both streams, in order) is returned for the caller to show or check.
+    capture = {"stdout": subprocess.PIPE, "stderr": subprocess.STDOUT} if args[0] == "build" else {}
+    env = dict(os.environ, NO_MKDOCS_2_WARNING="1")  # the theme's notice about its successor, not about our pages
+    return subprocess.run([sys.executable, "-m", "mkdocs", *args, "-f", str(config)], cwd=config.parent, env=env,
+                          text=True, **capture)
+
+
+def build(root: Path = ROOT, out: Path = ROOT / "build" / "docs", site_dir: Path | None = None,
+          executed_dir: Path | None = None, quiet: bool = False) -> subprocess.CompletedProcess:
+    config, notes = stage(root, out, executed_dir, site_dir)
+    if not quiet:
+        for note in notes:
+            print("note:", note, file=sys.stderr)
+    return mkdocs(["build", "--strict", "--clean"], config)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description="Build (strictly) or serve the documentation site: README.md, "
+                                                 "docs/ and the course's chapters, rendered by mkdocs.")
+    parser.add_argument("command", choices=["build", "serve"])
+    parser.add_argument("--site-dir", type=Path, default=ROOT / "build" / "site",
+                        help="build: where the site goes (default build/site)")
+    parser.add_argument("--stage-dir", type=Path, default=ROOT / "build" / "docs",
+                        help="where the pages are staged (default build/docs)")
+    parser.add_argument("--dev-addr", default="127.0.0.1:8000", help="serve: address and port (default %(default)s)")
+    args = parser.parse_args(argv)
+    try:
+        import material  # noqa: F401
+        import mkdocs as _mkdocs  # noqa: F401
+        import jupytext  # noqa: F401
+        import mkdocs_jupyter  # noqa: F401
+    except ImportError as e:
+        print(f"scripts/docs.py: {e.name} is not installed: pip install -e '.[docs]'", file=sys.stderr)
+        return 1
+    if args.command == "build":
+        start = time.perf_counter()
+        try:
+            result = build(site_dir=args.site_dir, out=args.stage_dir)
+        except StagingError as e:
+            print(f"scripts/docs.py: {e}", file=sys.stderr)
+            return 1
+        if result.returncode:
+            sys.stderr.write(result.stdout)
+            print("scripts/docs.py: the site did not build (the errors above name each page and link)",
+                  file=sys.stderr)
+            return result.returncode
+        print(f"site built in {time.perf_counter() - start:.0f} s: {args.site_dir}/index.html")
+        return 0
+    try:
+        config, notes = stage(out=args.stage_dir, serve=True)
+    except StagingError as e:
+        print(f"scripts/docs.py: {e}", file=sys.stderr)
+        return 1
+    for note in notes:
+        print("note:", note, file=sys.stderr)
+    return mkdocs(["serve", "--strict", "--dev-addr", args.dev_addr], config).returncode
+
+
+if __name__ == "__main__":
+    sys.exit(main())
