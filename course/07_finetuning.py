@@ -21,7 +21,6 @@ import numpy as np
 from _course import QUICK, check, exercise, numerical_gradient, quick, torch_or_none
 from minibert import BertConfig, BertForQuestionAnswering, BertForSequenceClassification, BertForTokenClassification
 from minibert.data.builtin import minilm_dir
-from minibert.layers.loss import IGNORE_INDEX
 
 print("quick mode" if QUICK else "full mode")
 
@@ -236,6 +235,7 @@ values = [bert_test["accuracy"], baseline["test"]["accuracy"], majority_acc]
 ax_bar.bar(names, values, color=["C0", "C1", "grey"])
 for i, v in enumerate(values):
     ax_bar.text(i, v, f"{v:.1%}", ha="center", va="bottom")
+ax_bar.set_ylim(0, 1)
 ax_bar.set_ylabel(f"test accuracy ({len(test)} texts)")
 ax_bar.set_title(f"wiki-topics, {len(train)} training texts")
 epochs = [r["epoch"] for r in result["history"]]
@@ -376,7 +376,7 @@ for b, (question, context, answer) in enumerate(qa_examples):
     print(f"{question:<30} -> {tokenizer.decode(qa_ids[b, s:e + 1].tolist())!r} (true: {answer!r})")
 
 fig, ax = plt.subplots(figsize=(11, 2.8))
-b = 0
+b = 1  # the answer of two tokens: its start and its end fall on different tokens
 tokens = tokenizer.convert_ids_to_tokens(qa_ids[b][qa_mask[b] == 1].tolist())
 ax.plot(out.start_logits[b][:len(tokens)], "o-", label="start logit")
 ax.plot(out.end_logits[b][:len(tokens)], "s-", label="end logit")
