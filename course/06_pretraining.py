@@ -17,6 +17,7 @@
 
 # %%
 import json
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -447,6 +448,7 @@ ax.set_ylabel("held-out masked-token accuracy (15% masked)")
 ax.legend()
 ax.set_title("held-out accuracy during pre-training")
 plt.show()
+shutil.rmtree(run_root)  # this chapter's run was a temporary one: its checkpoint goes with it
 
 # %% [markdown]
 # ## Summary
