@@ -309,7 +309,7 @@ out = model(masked[rows], attention_mask=(ids[rows] != tokenizer.pad_token_id).a
 print(f"logits {out.logits.shape} (M, V) for {int((labels[rows] != IGNORE_INDEX).sum())} chosen tokens")
 ours, _ = mlm_loss_forward(out.logits.astype(np.float64), labels[rows].reshape(-1)[out.masked_positions])
 check("loss of an untrained BertForMaskedLM: ours vs the model", ours, out.loss, rtol=1e-5)
-print(f"log V = {np.log(V):.3f}")
+print(f"the untrained model's loss {out.loss:.3f}, log V = {np.log(V):.3f}")
 
 # %% [markdown]
 # ## Next-sentence prediction, and why RoBERTa dropped it
