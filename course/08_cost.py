@@ -25,8 +25,8 @@ import warnings
 
 import matplotlib.pyplot as plt
 import numpy as np
-
 from _course import QUICK, check, exercise, numerical_gradient, quick, torch_or_none
+
 from minibert import AdamW, BertConfig, BertForPreTraining
 from minibert.layers.activations import use_numba_gelu
 from minibert.models.bert import bert_param_shapes
@@ -331,9 +331,29 @@ print(f"at {peak / 1e9:.1f} GFLOP/s the forward's {forward_flops(mini, B, T) / 1
 #
 # A GPU runs a large matmul tens of times faster than a CPU, but every operation it runs costs a launch of about
 # 5-10 µs however small the arrays are, and the data must be on it. So a GPU pays once a step's operations are
-# large enough that their arithmetic, not their count, sets the time. To see where that is, the cell below times
-# one encoder layer's forward written for any NumPy-like module `xp` (NumPy here, CuPy on a GPU) at growing widths.
-# minibert itself runs on NumPy only; the layer here is the chapter's own stand-in, with the same matmuls.
+# large enough that their arithmetic, not their count, sets the time.
+#
+# First the CPU side, from the step times of section 4: fit $t = a + bN$, a fixed cost $a$ per step (the count of
+# operations) and a cost $b$ per parameter (the arithmetic). Below $N^* = a/b$ parameters the fixed cost dominates,
+# and a GPU, whose launches cost as much as NumPy's calls or more, cannot shrink it.
+
+# %%
+n_fit = np.array([r[1] for r in rows], dtype=float)  # parameters
+t_fit = np.array([r[2] + r[3] for r in rows])  # seconds per step, forward + backward
+slope, fixed = np.polyfit(n_fit, t_fit, 1)
+if slope > 0 and fixed > 0:
+    print(f"batch {Bt} x {Tt}: a step costs {fixed * 1e3:.1f} ms whatever the size, plus {slope * 1e9:.2f} ms per "
+          f"million parameters; the two are equal at N* = {fixed / slope:,.0f} parameters")
+    print(f'claim "a GPU only pays above about 100k parameters": on this CPU now, N* is {fixed / slope / 1e5:.1f}x '
+          f"100k (the larger the batch, the smaller N*)")
+else:
+    print(f"the step times do not fit a + bN (a = {fixed * 1e3:.1f} ms, b = {slope * 1e9:.2f} ms per million): the "
+          f"machine was too busy; run the chapter again when it is quieter")
+
+# %% [markdown]
+# Then the GPU side. The cell below times one encoder layer's forward written for any NumPy-like module `xp`
+# (NumPy here, CuPy on a GPU) at growing widths. minibert itself runs on NumPy only; the layer here is the chapter's
+# own stand-in, with the same matmuls.
 
 # %%
 def layer_forward(xp, x, W):
@@ -375,7 +395,7 @@ for H, (s, n) in zip(layer_widths, cpu):
 try:
     import cupy as cp
     gpu_ok = cp.cuda.runtime.getDeviceCount() > 0
-except Exception:  # not installed, or no device or driver
+except (ImportError, RuntimeError):  # not installed, or no device or driver (CUDARuntimeError)
     cp, gpu_ok = None, False
 if gpu_ok:
     gpu = [time_layer(cp, H, Bl, Tl, quick(10, 2), sync=cp.cuda.Device().synchronize) for H in layer_widths]
@@ -441,7 +461,7 @@ dx_all, dW_all, _ = stack_backward(target, c_all, Ws, bs)
 dx_inp, dW_inp, _ = stack_backward(target, c_inp, Ws, bs)
 check("recompute: dx equals the kept-cache backward's", dx_inp, dx_all, rtol=0, atol=0)
 check("recompute: dW of layer 0 equals the kept-cache one", dW_inp[0], dW_all[0], rtol=0, atol=0)
-loss = lambda: float((stack_forward(x0, Ws, bs)[0] * target).sum())  # noqa: E731
+loss = lambda: float((stack_forward(x0, Ws, bs)[0] * target).sum())
 check("dW of layer 2 by finite differences", dW_inp[2], numerical_gradient(loss, Ws[2]), rtol=1e-6, atol=1e-8)
 check("dx by finite differences", dx_inp, numerical_gradient(loss, x0), rtol=1e-6, atol=1e-8)
 print(f"kept for the backward: {nbytes(c_all)} bytes with every cache, {nbytes(c_inp)} with inputs only")

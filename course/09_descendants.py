@@ -1,5 +1,5 @@
 # %% [markdown]
-# # 9. Descendants: RoBERTa, ALBERT, DistilBERT, ELECTRA
+# # 9. Descendants: RoBERTa, ALBERT, DistilBERT, ELECTRA (and DeBERTa)
 #
 # BERT's encoder outlived its recipe. Its best-known descendants keep the layer you built in chapter 5 and change
 # one thing around it each:
@@ -11,6 +11,10 @@
 # | ALBERT (Lan et al., 2019) | narrow embedding tables projected up, one layer's weights shared by every layer |
 # | DistilBERT (Sanh et al., 2019) | half the layers, no token types, no pooler, trained to copy a teacher |
 # | ELECTRA (Clark et al., 2020) | a small generator fills the masks; the model learns to spot replaced tokens, at every position |
+# | DeBERTa (He et al., 2020) | attention scores that also read *relative* positions; no absolute position table |
+#
+# DeBERTa is the newest switch: this chapter includes it wherever minibert's configs offer it (section 1 checks,
+# and says so when they do not yet).
 #
 # minibert builds each one from the same encoder by a config switch. In this chapter you will find each switch and
 # the lines of minibert that read it, count each model's parameters from its config, rebuild ELECTRA's new piece
@@ -22,6 +26,7 @@ import dataclasses
 import datetime
 import inspect
 import os
+import platform
 import re
 import time
 import warnings
@@ -29,17 +34,27 @@ from pathlib import Path
 
 import matplotlib.pyplot as plt
 import numpy as np
+from _course import QUICK, check, exercise, numerical_gradient, quick, torch_or_none
 
 import minibert
-from _course import QUICK, check, exercise, numerical_gradient, quick, torch_or_none
-from minibert import AdamW, BertConfig, DistilBertConfig, clip_grad_norm, train_wordpiece
+from minibert import (
+    AdamW,
+    BertConfig,
+    DistilBertConfig,
+    clip_grad_norm,
+    train_wordpiece,
+)
 from minibert.config import FAMILY_PRESETS, MODEL_TYPES, PRESET_NAMES
 from minibert.data.builtin import load_wiki_summaries
 from minibert.data.masking import Masker
 from minibert.layers.activations import use_numba_gelu
 from minibert.layers.embedding import roberta_position_ids
 from minibert.layers.heads import RTD, rtd_head_backward, rtd_head_forward
-from minibert.layers.loss import IGNORE_INDEX, bce_with_logits_backward, bce_with_logits_forward
+from minibert.layers.loss import (
+    IGNORE_INDEX,
+    bce_with_logits_backward,
+    bce_with_logits_forward,
+)
 from minibert.models.auto import model_class
 from minibert.models.base import forward_only
 from minibert.models.electra import ElectraForPreTraining, generator_config
@@ -49,11 +64,19 @@ use_numba_gelu(False)  # NumPy's exact GELU, as `minibert pretrain` runs it (num
 SOURCE = Path(minibert.__file__).resolve().parent  # minibert's own source files, read below
 
 
+def cpu_name():
+    try:
+        with open("/proc/cpuinfo") as f:
+            return next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
+    except (OSError, StopIteration):
+        return platform.processor() or platform.machine()
+
+
 def stamp():
     """Date, machine and command, for the figures."""
     load = f", load {os.getloadavg()[0]:.1f}" if hasattr(os, "getloadavg") else ""
-    return (f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, {os.cpu_count()} cores{load}; "
-            f"course/09_descendants.py{' (quick mode)' if QUICK else ''}")
+    return (f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, {cpu_name()}, {os.cpu_count()} "
+            f"cores{load}; course/09_descendants.py{' (quick mode)' if QUICK else ''}")
 
 
 print(stamp())
@@ -132,21 +155,23 @@ for name in deberta_presets:
         print("   ", line)
 
 # %% [markdown]
-# Three of those switches are short functions; here they are, read from minibert (not copied):
+# Some switches are short functions. Here are RoBERTa's positions, ALBERT's sharing (every layer reads layer 0's
+# weights), ELECTRA's generator size and its corrupted input, read from minibert (not copied):
 
 # %%
-from minibert.models.bert import BertEncoder  # noqa: E402
+from minibert.models.bert import BertEncoder
 
 print(inspect.getsource(roberta_position_ids))
 print(inspect.getsource(BertEncoder.layer_prefix))
 print(inspect.getsource(generator_config))
+print(inspect.getsource(replace_masked))
 
 # %% [markdown]
 # DistilBERT changes almost nothing in the computation (no token types, no dropout after the attention's output)
 # but renames every parameter; minibert runs BERT's code on DistilBERT's arrays through a table:
 
 # %%
-from minibert.models.distilbert import LAYER_NAMES  # noqa: E402
+from minibert.models.distilbert import LAYER_NAMES
 
 for bert_name, distil_name in LAYER_NAMES.items():
     print(f"    bert: encoder.layer.N.{bert_name:<30} distilbert: transformer.layer.N.{distil_name}")
@@ -214,7 +239,7 @@ plt.show()
 # From there back through the head it is chapter 5's linear and GELU backward.
 
 # %%
-from math import erf, pi, sqrt  # noqa: E402
+from math import erf, pi, sqrt
 
 erf_ = np.vectorize(erf)
 
@@ -267,7 +292,7 @@ check("RTD loss against minibert", loss, mb_loss, rtol=1e-12, atol=1e-14)
 check("dh against minibert", dh, mb_dh, rtol=1e-10, atol=1e-12)
 check("dW1 against minibert", dW1, grads[RTD + "dense.weight"], rtol=1e-10, atol=1e-12)
 check("dw2 against minibert", dw2, grads[RTD + "dense_prediction.weight"], rtol=1e-10, atol=1e-12)
-f = lambda: rtd_forward(h, yx, active, W1, b1, w2, b2)[0]  # noqa: E731
+f = lambda: rtd_forward(h, yx, active, W1, b1, w2, b2)[0]
 check("dW1 by finite differences", dW1, numerical_gradient(f, W1), rtol=1e-6, atol=1e-9)
 check("dh by finite differences", dh, numerical_gradient(f, h), rtol=1e-6, atol=1e-9)
 check("db2 by finite differences", db2, numerical_gradient(f, b2), rtol=1e-6, atol=1e-9)
