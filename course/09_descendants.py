@@ -107,13 +107,14 @@ def difference(base, other):
 
 
 deberta_presets = [n for n in PRESET_NAMES if "deberta" in n]  # minibert may offer DeBERTa: then it is included
+deberta_label = lambda n: "DeBERTa" if len(deberta_presets) == 1 else f"DeBERTa ({n})"
 descendants = {
     "RoBERTa": BertConfig.preset("roberta-mini"),
     "pre-LN": BertConfig.preset("preln-mini"),
     "ALBERT": BertConfig.preset("albert-mini"),
     "DistilBERT": DistilBertConfig.from_bert(mini, num_hidden_layers=(mini.num_hidden_layers + 1) // 2),
     "ELECTRA generator": generator_config(mini),
-    **{f"DeBERTa ({n})": BertConfig.preset(n) for n in deberta_presets},
+    **{deberta_label(n): BertConfig.preset(n) for n in deberta_presets},
 }
 for name, cfg in descendants.items():
     print(f"{name} against the mini:")
@@ -132,14 +133,17 @@ if not deberta_presets:
 # files, so it shows the code you run) for every line that reads each switch.
 
 # %%
-def lines_reading(attribute, folders=("models", "layers")):
-    """file:line and text of each code line of minibert/<folders> that reads `<something>.attribute`."""
+def lines_reading(attribute, folders=("models", "layers"), pattern=None):
+    """file:line and text of each code line of minibert/<folders> that reads `<something>.attribute` (or that
+    matches the regular expression `pattern`, case-insensitive)."""
+    reads = rf"\w\.{attribute}\b|getattr\([^)]*\"{attribute}\""  # config.shared_layers, getattr(cfg, "...")
+    pattern = re.compile(pattern, re.IGNORECASE) if pattern else re.compile(reads)
     found = []
     for folder in folders:
         for path in sorted((SOURCE / folder).glob("*.py")):
             for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
                 code = line.split("#")[0]
-                if re.search(rf"\w\.{attribute}\b|getattr\([^)]*\"{attribute}\"", code):
+                if pattern.search(code):
                     found.append(f"minibert/{folder}/{path.name}:{number}: {line.strip()}")
     return found
 
@@ -153,9 +157,9 @@ for who, attributes in (("RoBERTa", ["roberta_positions", "mlm_head_act"]), ("pr
         assert lines, f"no line of minibert reads .{attribute} any more: this section needs updating"
         for line in lines:
             print("   ", line)
-for name in deberta_presets:
-    print(f"--- DeBERTa ({name}): lines that name it")
-    for line in lines_reading(r"\w*deberta\w*"):
+if deberta_presets:
+    print("--- DeBERTa: the lines that name it")
+    for line in lines_reading(None, pattern="deberta"):
         print("   ", line)
 
 # %% [markdown]
@@ -385,8 +389,7 @@ def family(name):
 racers = {"BERT": base, "RoBERTa": family("roberta-mini"), "pre-LN": family("preln-mini"),
           "ALBERT": family("albert-mini"),
           "DistilBERT": DistilBertConfig.from_bert(base, num_hidden_layers=(base.num_hidden_layers + 1) // 2),
-          **{f"DeBERTa ({n})": dataclasses.replace(base, **FAMILY_PRESETS[n][1])
-             for n in deberta_presets if n in FAMILY_PRESETS},
+          **{deberta_label(n): family(n) for n in deberta_presets if n in FAMILY_PRESETS},
           "ELECTRA": "electra"}
 
 
