@@ -13,6 +13,13 @@
 # D = H / A head width, F feed-forward width, V vocabulary size.
 
 # %%
+import os
+
+# NumPy's exact GELU rather than the numba-compiled one: compiling it takes longer than this chapter's one forward
+# pass (minibert/layers/activations.py).
+os.environ.setdefault("MINIBERT_NUMBA", "0")
+
+import inspect
 import warnings
 
 import matplotlib.pyplot as plt
@@ -21,6 +28,7 @@ import numpy as np
 import minibert
 from minibert import BertConfig, BertForMaskedLM, BertModel, BertForPreTraining
 from minibert.data.builtin import load_wiki_summaries
+from minibert.data.masking import Masker
 from _course import QUICK, check, exercise, quick
 
 print("quick mode" if QUICK else "full mode", "| minibert", minibert.__version__)
@@ -74,8 +82,13 @@ print(f"a BERT token reads {full.sum(axis=1).tolist()} positions; a GPT token re
 # %% [markdown]
 # BERT gives up generation (it has no left-to-right order to write in) in exchange for context from both sides
 # at every layer. The price of the full mask at training time: if every token can see every token, predicting a
-# token is trivial unless it is hidden. So BERT hides about 15% of the tokens (replacing most of them by
-# `[MASK]`) and learns only from those positions. Chapter 6 does that pre-training.
+# token is trivial unless it is hidden. So BERT hides a share of the tokens (replacing most of them by `[MASK]`)
+# and learns only from those positions; the cell below prints the share minibert's masking uses. Chapter 6 does
+# that pre-training.
+
+# %%
+share = inspect.signature(Masker).parameters["mlm_probability"].default
+print(f"masked-LM training hides {share:.0%} of the tokens (minibert.data.masking.Masker's default)")
 
 # %% [markdown]
 # ## The sizes: mini, base, large

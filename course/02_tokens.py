@@ -108,9 +108,10 @@ assert agree == len(sample)
 # larger vocabulary trained on the same text. The cell checks that with a second, smaller training run, and then
 # uses prefixes of one vocabulary to study vocabularies of every size.
 #
-# We train on part of the 10,033 Wikipedia summaries that come with minibert and keep the rest as held-out text.
+# We train on part of the Wikipedia summaries that come with minibert and keep others as held-out text.
 
 # %%
+print(f"{len(docs)} summaries")
 n_train, vocab_size = quick(8000, 1000), quick(8192, 2048)
 train_docs, held_out = docs[:n_train], docs[n_train:n_train + quick(2000, 200)]
 start = time.perf_counter()
@@ -165,7 +166,8 @@ for word in ["the", "unaffable", "tokenization", "naïve", "😀"]:
     print(f"{word:>15} -> {wordpiece(basic_tokenize(word)[0], vocab_set)}")
 
 # %% [markdown]
-# (`naïve` lost its accent in stage 1. The emoji is a character the training text never had, so it is `[UNK]`.)
+# (`naïve` lost its accent in stage 1. A character the training text never had, such as the emoji here, cannot be
+# spelled: the word becomes `[UNK]`.)
 #
 # ## Special tokens and segments
 #
