@@ -5,8 +5,8 @@
 #
 # - see how BERT differs from the other two transformer families (decoder-only like GPT, encoder-decoder like
 #   T5) by the one thing that separates them: which tokens each token may look at, drawn as attention masks;
-# - count BERT's parameters three ways (from the config, by formula, from the arrays of a real model) for the
-#   sizes mini, base and large, and see where the numbers you may read elsewhere come from;
+# - count BERT's parameters twice, by formula from the config and from the arrays of real models, for every
+#   preset from tiny to BERT-large, and see where the different totals you may read for one model come from;
 # - push one sentence through a real (untrained) mini BERT and print the shape of every tensor on the way.
 #
 # Shapes use the letters of the whole course: B batch, T tokens, H hidden width, A attention heads,
@@ -48,6 +48,8 @@ print("quick mode" if QUICK else "full mode", "| minibert", minibert.__version__
 # - **Encoder-decoder (the original Transformer, T5).** An encoder with a full mask reads the input; a decoder
 #   with a causal mask writes the output, and *cross-attention* lets every output token read every input token
 #   (a $T_\text{out} \times T_\text{in}$ mask).
+#
+# (In a real batch BERT's mask also hides the padding added to short sentences: chapter 4.)
 #
 # The cell below makes these masks as arrays and draws them.
 
@@ -148,7 +150,7 @@ def masked_lm_count(c):
 #
 # A minibert model keeps its parameters in a dict `params`, name -> NumPy array, under Hugging Face's names. The
 # mini model is built with its random initial weights; base and large are built with `init_weights=False`
-# (the arrays exist, filled with zeros, so that a count does not wait for 335 million random draws). Summing
+# (the arrays exist, filled with zeros, so that a count does not wait for BERT-large's random draws). Summing
 # the arrays' sizes by the part of the model their names say must give the formula's numbers exactly.
 
 # %%
@@ -167,6 +169,8 @@ for name, c in configs.items():
     for pname, array in model.params.items():
         counts[part_of(pname)] += array.size
     real[name] = counts
+    layer0 = sum(a.size for n, a in model.params.items() if ".encoder.layer.0." in n)
+    check(f"{name}: one layer, formula = arrays", layer_count(c), layer0, rtol=0, atol=0)
     check(f"{name}: embeddings, formula = arrays", embeddings_count(c), counts["embeddings"], rtol=0, atol=0)
     check(f"{name}: {c.num_hidden_layers} layers, formula = arrays", c.num_hidden_layers * layer_count(c),
           counts["layers"], rtol=0, atol=0)
@@ -189,11 +193,12 @@ for name in names:
 
 # %%
 mini = configs["mini"]
+untied_extra = mini.vocab_size * mini.hidden_size  # a decoder matrix of its own
 ways = {
     "BertForMaskedLM\n(tied, what MLM trains)": BertForMaskedLM(mini).num_parameters(),
     "BertForPreTraining\n(+ pooler + NSP)": BertForPreTraining(mini).num_parameters(),
     "BertModel\n(encoder + pooler)": BertModel(mini).num_parameters(),
-    "untied decoder\n(MLM + a second V x H)": BertForMaskedLM(mini).num_parameters() + mini.vocab_size * mini.hidden_size,
+    "untied decoder\n(MLM + a second V x H)": BertForMaskedLM(mini).num_parameters() + untied_extra,
 }
 check("BertForPreTraining = MLM + pooler + NSP", ways["BertForPreTraining\n(+ pooler + NSP)"],
       masked_lm_count(mini) + pooler_nsp_count(mini), rtol=0, atol=0)

@@ -15,7 +15,6 @@
 import tempfile
 import time
 import unicodedata
-import warnings
 from collections import Counter
 
 import matplotlib.pyplot as plt
@@ -218,7 +217,8 @@ assert mismatch == 0
 # ## ...and as Hugging Face's tokenizer
 #
 # `tokenizer.save_pretrained(folder)` writes `vocab.txt`, `tokenizer.json` and `tokenizer_config.json`, the files
-# Hugging Face reads. Loaded into `transformers.BertTokenizerFast`, the vocabulary must give the same ids, also when pairs are cut to a maximum length and padded into a batch.
+# Hugging Face reads. Loaded into `transformers.BertTokenizerFast`, the vocabulary must give the same ids, also
+# when pairs are cut to a maximum length and padded into a batch.
 
 # %%
 try:

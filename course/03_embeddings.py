@@ -294,9 +294,9 @@ plt.show()
 
 # %% [markdown]
 # Both tables give nearby positions similar vectors and distant ones dissimilar vectors: the learned table found
-# a smooth, wave-like structure on its own. The learned one is limited to the rows of its table (the
-# longest input seen in training); the sinusoidal formula can be evaluated for any position, though a model trained on short sequences
-# does not automatically cope with longer ones.
+# a smooth, wave-like structure on its own. The learned one is limited to the rows of its table (the longest
+# input seen in training); the sinusoidal formula can be evaluated for any position, though a model trained on
+# short sequences does not automatically cope with longer ones.
 #
 # ## A small experiment: does the choice matter here?
 #
