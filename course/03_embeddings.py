@@ -49,9 +49,10 @@ config = BertConfig(vocab_size=50, hidden_size=16, num_hidden_layers=2, num_atte
 bag = BertModel(config, seed=0, dtype=np.float64).eval()
 bag.params["embeddings.position_embeddings.weight"][...] = 0.0  # no position information
 ids = np.array([[2, 11, 23, 7, 42, 3]])  # (B, T)
-forward = bag(ids).last_hidden_state  # (B, T, H)
-backward = bag(ids[:, ::-1]).last_hidden_state  # (B, T, H) the same tokens in reverse order
-check("no positions: reversed input -> reversed output", backward[:, ::-1], forward, rtol=1e-10, atol=1e-12)
+out = bag(ids).last_hidden_state  # (B, T, H)
+out_reversed = bag(ids[:, ::-1]).last_hidden_state  # (B, T, H) the same tokens in reverse order
+largest = check("no positions: reversed input -> reversed output", out_reversed[:, ::-1], out, rtol=1e-10,
+                atol=1e-12)
 
 # %% [markdown]
 # So "dog bites man" and "man bites dog" would look the same. BERT gives each position $t$ a learned vector
