@@ -127,6 +127,7 @@ class DebertaV2Config(BertConfig):
 
     @property
     def normalise_rel_embeddings(self) -> bool:
+        """norm_rel_ebd holds "layer_norm": the relative embeddings pass encoder.LayerNorm once per forward."""
         return "layer_norm" in [x.strip() for x in self.norm_rel_ebd.lower().split("|")]
 
     @property

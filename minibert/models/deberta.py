@@ -76,10 +76,10 @@ class _DebertaNames:
     base_prefix = PREFIX
     family_prefix = PREFIX  # what checkpoint loading adds or strips between bare and task models
     model_type = "deberta-v2"
-    head_shapes = {}
 
     @classmethod
     def expected_shapes(cls, config):
+        """Every parameter's shape from the config alone (checked against a checkpoint before building)."""
         return deberta_param_shapes(config, cls.base_prefix)
 
     def _body(self):
@@ -90,6 +90,7 @@ class _DebertaNames:
         return {}
 
     def param_shapes(self):
+        """Every parameter's Hugging Face name -> shape: the body's (deberta_param_shapes), then the head's."""
         return {**deberta_param_shapes(self.config, self.base_prefix), **self._extra_shapes()}
 
 
@@ -124,7 +125,27 @@ class DebertaV2ForMaskedLM(_DebertaNames, BertForMaskedLM):
 
     @classmethod
     def expected_shapes(cls, config):
+        """Every parameter's shape from the config alone: the body's and the MLM head's."""
         return {**deberta_param_shapes(config, cls.base_prefix), **mlm_head_shapes(config)}
+
+    def forward(self, input_ids, *, token_type_ids=None, attention_mask=None, labels=None, next_sentence_label=None,
+                output_attentions=False, output_hidden_states=False):
+        """As BertForMaskedLM.forward; the output also names the loss `.mlm_loss`, so that pre-training's loop
+        (which asks BertForPreTraining for it) trains this model too. DeBERTa has no sentence-pair head:
+        next_sentence_label must be None."""
+        if next_sentence_label is not None:
+            raise ValueError("DebertaV2ForMaskedLM has no next-sentence head: pre-train it with objective mlm")
+        out = super().forward(input_ids, token_type_ids=token_type_ids, attention_mask=attention_mask, labels=labels,
+                              output_attentions=output_attentions, output_hidden_states=output_hidden_states)
+        out["mlm_loss"] = out.loss
+        return out
+
+    __call__ = forward
+
+    def backward(self, loss_scale=1.0, d_logits=None, d_last_hidden_state=None, mlm_scale=None):
+        """As BertForMaskedLM.backward; mlm_scale (data-parallel pre-training's weight of this rank's masked
+        tokens), when given, replaces loss_scale: the loss is all MLM."""
+        super().backward(loss_scale if mlm_scale is None else mlm_scale, d_logits, d_last_hidden_state)
 
 
 class DebertaV2ForSequenceClassification(_DebertaNames, BertForSequenceClassification):
