@@ -35,10 +35,8 @@ def build_model(settings, config=None, checkpoint=None):
         if BertConfig.from_json_file(checkpoint).model_type == "deberta-v2":
             cls = DebertaV2ForMaskedLM
         return cls.from_pretrained(checkpoint, seed=settings.seed)
-    if config.model_type == "deberta-v2":  # DeBERTa has no sentence-pair head: masked LM only
-        if settings.objective != "mlm":
-            raise ValueError(f"--config {settings.config} is a DeBERTa (model_type deberta-v2), which pre-trains "
-                             f"with objective (--objective) mlm only, got {settings.objective!r}")
+    if config.model_type == "deberta-v2":
+        check_objective(settings, config)
         return DebertaV2ForMaskedLM(config, seed=settings.seed)
     if settings.objective == "electra":
         if config.model_type not in ("bert", "electra"):
@@ -47,6 +45,14 @@ def build_model(settings, config=None, checkpoint=None):
                              f"config.json with model_type bert and, if wanted, embedding_size)")
         return ElectraPretrainer(config, generator_config(config, settings.generator_size), seed=settings.seed)
     return BertForPreTraining(config, seed=settings.seed)
+
+
+def check_objective(settings, config) -> None:
+    """A one-line ValueError for an objective the config's model cannot train: DeBERTa has no sentence-pair head
+    (masked LM only)."""
+    if config.model_type == "deberta-v2" and settings.objective != "mlm":
+        raise ValueError(f"--config {settings.config} is a DeBERTa (model_type deberta-v2), which pre-trains with "
+                         f"objective (--objective) mlm only, got {settings.objective!r}")
 
 
 def brings_own_model(settings) -> bool:
