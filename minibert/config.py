@@ -220,8 +220,8 @@ class BertConfig:
         Sizes (layers, hidden, heads, FFN, vocab, positions): tiny (2, 128, 2, 512, 8192, 64), mini (3, 192, 4, 768,
         8192, 64; ~3M parameters, the default of `minibert pretrain`), small (4, 512, 8, 2048, 8192, 128), base
         (12, 768, 12, 3072, 30522, 512: BERT-base), large (24, 1024, 16, 4096, 30522, 512). Descendants of mini
-        (docs/descendants.md): roberta-mini, preln-mini, albert-mini, deberta-mini. An unknown name is a ValueError listing
-        them."""
+        (docs/descendants.md): roberta-mini, preln-mini, albert-mini, deberta-mini (a DebertaV2Config). An unknown
+        name is a ValueError listing them."""
         if name in FAMILY_PRESETS:
             base, family = FAMILY_PRESETS[name]
             return cls.preset(base, **{**family, **overrides})

@@ -1,10 +1,10 @@
 """Pick the model class a checkpoint folder needs from its config.json (model_type), so every command that
 loads "a BERT" also loads a DistilBERT.
 
-    kind        model_type "bert"                 model_type "distilbert"                  model_type "deberta-v2"
-    body        BertModel                         DistilBertModel                          DebertaV2Model
-    mlm         BertForMaskedLM                   DistilBertForMaskedLM                    DebertaV2ForMaskedLM
-    classifier  BertForSequenceClassification     DistilBertForSequenceClassification      DebertaV2ForSequenceClassification
+    kind        model_type "bert"              model_type "distilbert"              model_type "deberta-v2"
+    body        BertModel                      DistilBertModel                      DebertaV2Model
+    mlm         BertForMaskedLM                DistilBertForMaskedLM                DebertaV2ForMaskedLM
+    classifier  BertForSequenceClassification  DistilBertForSequenceClassification  DebertaV2ForSequenceClassification
 """
 
 from __future__ import annotations

@@ -197,7 +197,7 @@ class BertEncoder:
             raise needs_forward()
         m, cfg, prefix = self.model, self.model.config, self.prefix
         params, grads = m.bert_view(m.params), m.bert_view(m.grads)
-        c_emb, c_proj, c_layers, c_final, c_pool, shape, recompute, cls_rows, shared = self._cache  # (B, T, H) or (R, H)
+        c_emb, c_proj, c_layers, c_final, c_pool, shape, recompute, cls_rows, shared = self._cache  # shape: x's
         if d_last_hidden_state is None:
             dx = np.zeros(shape, dtype=m.dtype)
         else:
