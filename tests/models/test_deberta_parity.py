@@ -230,3 +230,18 @@ def test_refusals_are_one_line(tmp_path, key, value, needle):
         BertConfig.from_json_file(tmp_path / "config.json")
     message = str(e.value)
     assert needle in message and "\n" not in message and str(tmp_path / "config.json") in message
+
+
+def test_recompute_and_dropout_replay_give_the_same_gradients():
+    """Activation recompute runs each layer's forward again in the backward, with the dropout masks it drew the
+    first time (the relative embeddings' dropout too): the gradients are the same bits."""
+    cfg = config(hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1, **CONFIGS["buckets-separate-keys"])
+    ids, types, mask, labels = make_batch(cfg)
+    grads = []
+    for recompute in (False, True):
+        model = DebertaV2ForMaskedLM(cfg, seed=0).set_recompute(recompute)
+        model.forward(ids, attention_mask=mask, labels=labels)
+        model.backward()
+        grads.append(model.grads)
+    for name in grads[0]:
+        np.testing.assert_array_equal(grads[0][name], grads[1][name], err_msg=name)
