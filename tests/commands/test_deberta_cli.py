@@ -50,7 +50,8 @@ def test_finetune_puts_the_gelu_pooler_classifier_on_the_body(run, tmp_path, cap
                              for a in ("fox", "cat", "dog", "owl", "bear", "wolf") * 4]
     (tmp_path / "train.csv").write_text("\n".join(rows) + "\n")
     assert main(["finetune", "--train", str(tmp_path / "train.csv"), "--model", str(run), "--epochs", "1",
-                 "--batch-size", "8", "--max-length", "16", "--out", str(tmp_path / "ft"), "--no-progress"]) == 0
+                 "--batch-size", "8", "--max-length", "16", "--procs", "1", "--out", str(tmp_path / "ft"),
+                 "--no-progress"]) == 0
     out = capsys.readouterr().out
     assert "pooler.dense.weight" in out  # the new head: DeBERTa's ContextPooler and the classifier
     config = json.loads((tmp_path / "ft" / "config.json").read_text())
