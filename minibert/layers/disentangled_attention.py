@@ -21,8 +21,9 @@ are clamped to the table's first or last row.
 
 The backward: each gather becomes a scatter-add back into the (T, 2S) matrix of its matmul. Two pairs (i, j)
 of one row i land on the same column when their distances share a bucket or both are clamped, so the gradients
-must be summed, not written (np.bincount with weights). The gradient of R is summed over all layers
-(RelativeAttention.d_rel) before it goes back through encoder.LayerNorm, once per step (models/bert.py).
+must be summed, not written (a one-hot product, or np.bincount with weights: scatter_columns). The gradient of
+R is summed over all layers (RelativeAttention.d_rel) before it goes back through encoder.LayerNorm, once per
+step (models/bert.py).
 
 Masking: the pair (i, j) is kept when both tokens are real (mask_i * mask_j); the others are set to the most
 negative float before softmax, as masked_fill does, so they get no gradient, and a padded query row, all of it
@@ -75,11 +76,21 @@ def relative_position_index(T, config):
     return np.clip(r + S, 0, 2 * S - 1)  # (T, T)
 
 
+ONE_HOT_LIMIT = 1 << 22  # entries of the (T, T, width) one-hot table (16 MB in float32) up to which it is used
+
+
 def scatter_columns(d, idx, width):
     """The backward of the gather g[..., i, j] = m[..., i, idx[i, j]]: out[..., i, c] = sum over j with
-    idx[i, j] == c of d[..., i, j]. d (N, A, T, T), idx (T, T) -> (N, A, T, width). Colliding j's are summed
-    (np.bincount with weights; it adds in float64)."""
+    idx[i, j] == c of d[..., i, j]. d (N, A, T, T), idx (T, T) -> (N, A, T, width). Colliding j's are summed.
+
+    Two ways, the same sums: for row i, d[..., i, :] times the one-hot (T, width) matrix of idx[i, :] (one
+    batched matmul over the rows; ~5x faster than bincount at T = 64), while that table is small; beyond
+    ONE_HOT_LIMIT entries (long sequences), np.bincount with weights over flat output indices."""
     N, A, T, _ = d.shape
+    if T * T * width <= ONE_HOT_LIMIT:
+        onehot = (idx[:, :, None] == np.arange(width)).astype(d.dtype)  # (T, T, width)
+        out = np.matmul(d.reshape(N * A, T, T).transpose(1, 0, 2), onehot)  # (T, N*A, width): row i's sums
+        return np.ascontiguousarray(out.transpose(1, 0, 2)).reshape(N, A, T, width)
     rows = np.arange(N * A * T)[:, None] * width  # (N*A*T, 1) the start of each output row
     flat = (rows.reshape(N * A, T, 1) + idx[None]).reshape(-1)  # (N*A*T*T,) where each d[..., i, j] goes
     out = np.bincount(flat, weights=d.reshape(-1), minlength=N * A * T * width)  # (N*A*T*width,)

@@ -37,7 +37,10 @@ def test_index_table_has_colliding_and_clamped_buckets():
     assert idx.min() == 0 and idx.max() == 2 * S - 1
 
 
-def test_scatter_columns_sums_collisions():
+@pytest.mark.parametrize("one_hot_limit", [1 << 22, 0], ids=["one-hot", "bincount"])
+def test_scatter_columns_sums_collisions(monkeypatch, one_hot_limit):
+    from minibert.layers import disentangled_attention
+    monkeypatch.setattr(disentangled_attention, "ONE_HOT_LIMIT", one_hot_limit)
     rng = np.random.default_rng(0)
     d = rng.standard_normal((2, 3, 5, 5))
     idx = rng.integers(0, 4, (5, 5))  # many collisions in each row
