@@ -187,6 +187,13 @@ def disentangled_attention_forward(x, params, prefix, shared, config, rng, train
     return context, probs_dropped, cache
 
 
+def _sum_over_batch(d_all, x):
+    """sum over b and t of d_all[b, a, t, :]^T x[b, a, t, :] (an einsum "batc,batd->acd") as one matmul per head:
+    (A, 2S, B*T) @ (A, B*T, D)."""
+    B, A, T, W = d_all.shape
+    return d_all.transpose(1, 3, 0, 2).reshape(A, W, B * T) @ x.transpose(1, 0, 2, 3).reshape(A, B * T, -1)
+
+
 def disentangled_attention_backward(dcontext, cache, params, grads, prefix, config):
     """Returns dx (B, T, H); adds the parameters' gradients into grads and R's into shared.d_rel."""
     c_q, c_k, c_v, q, k, v, probs, probs_dropped, drop_mask, scale, m_rel, pos, shared = cache
@@ -211,11 +218,11 @@ def disentangled_attention_backward(dcontext, cache, params, grads, prefix, conf
             if term == "c2p":  # scores[i, j] += (q_i Pk^T)[idx[i, j]]
                 d_all = scatter_columns(dscores, shared.idx, width)  # (B, A, T, 2S)
                 dq += d_all @ p  # (B, A, T, D)
-                dp = np.einsum("batc,batd->acd", d_all, q)  # (A, 2S, D)
+                dp = _sum_over_batch(d_all, q)  # (A, 2S, D)
             else:  # scores[i, j] += (k_j Pq^T)[idx[i, j]]: row j of the transposed scores, column idx[j, i]^T
                 d_all = scatter_columns(np.ascontiguousarray(dscores.transpose(0, 1, 3, 2)), shared.idx.T, width)
                 dk += d_all @ p  # (B, A, T, D)
-                dp = np.einsum("batc,batd->acd", d_all, k)  # (A, 2S, D)
+                dp = _sum_over_batch(d_all, k)  # (A, 2S, D)
             dp = dp.transpose(1, 0, 2).reshape(width, H)  # (2S, H)
             name = _position_projection(config, term)
             dR += linear_backward(dp, c_p, P(name + ".weight"), G(name + ".weight"), G(name + ".bias"))  # (2S, H)
