@@ -17,9 +17,14 @@ from minibert.embeddings import SentenceEncoder, encode_sentences
 from minibert.distilbert_config import DistilBertConfig
 from minibert.models.distilbert import DistilBertForMaskedLM, DistilBertModel
 from minibert.models.distilbert_classification import DistilBertForSequenceClassification
+from minibert.deberta_config import DebertaV2Config
+from minibert.models.deberta import (DebertaV2ForMaskedLM, DebertaV2ForQuestionAnswering,
+                                     DebertaV2ForSequenceClassification, DebertaV2ForTokenClassification,
+                                     DebertaV2Model)
 
 __all__ = ["BertConfig", "BertModel", "BertForSequenceClassification", "BertForPreTraining", "BertForMaskedLM",
            "BertForTokenClassification", "BertForQuestionAnswering", "AdamW", "clip_grad_norm",
            "linear_warmup_decay", "keep_freed_memory", "WordPieceTokenizer", "train_wordpiece",
            "SentenceEncoder", "encode_sentences", "DistilBertConfig", "DistilBertModel", "DistilBertForMaskedLM",
-           "DistilBertForSequenceClassification"]
+           "DistilBertForSequenceClassification", "DebertaV2Config", "DebertaV2Model", "DebertaV2ForMaskedLM",
+           "DebertaV2ForSequenceClassification", "DebertaV2ForTokenClassification", "DebertaV2ForQuestionAnswering"]

@@ -30,7 +30,10 @@ SUPPORTED_ACTIVATIONS = tuple(ACTIVATIONS)  # gelu (exact erf), gelu_new / gelu_
 #   distilbert             BERT's post-LN body without token types, pooler or the dropout after the attention
 #                          output; its config.json has other field names, so it is a DistilBertConfig
 #                          (distilbert_config.py), its models read BERT's names through a view (models/distilbert.py)
-MODEL_TYPES = ("bert", "roberta", "roberta-prelayernorm", "albert", "electra", "distilbert")
+#   deberta-v2             post-LN layers whose attention adds relative-position terms (disentangled attention),
+#                          embeddings without absolute positions; its config.json has more fields, so it is a
+#                          DebertaV2Config (deberta_config.py), its models keep Hugging Face's names (models/deberta.py)
+MODEL_TYPES = ("bert", "roberta", "roberta-prelayernorm", "albert", "electra", "distilbert", "deberta-v2")
 
 # name -> (num_hidden_layers, hidden_size, num_attention_heads, intermediate_size, vocab_size, max_position_embeddings)
 PRESETS: dict[str, tuple[int, int, int, int, int, int]] = {
@@ -47,6 +50,13 @@ FAMILY_PRESETS: dict[str, tuple[str, dict[str, Any]]] = {
     "roberta-mini": ("mini", dict(model_type="roberta", type_vocab_size=1, max_position_embeddings=65)),
     "preln-mini": ("mini", dict(model_type="roberta-prelayernorm", max_position_embeddings=65)),
     "albert-mini": ("mini", dict(model_type="albert", embedding_size=64, hidden_act="gelu_new")),
+    # DeBERTa-v3's recipe at mini's sizes: relative attention both ways (c2p and p2c) through log buckets (half as
+    # many as positions, as v3's 256 for 512), keys shared with the content projections, no absolute positions,
+    # no token types
+    "deberta-mini": ("mini", dict(model_type="deberta-v2", type_vocab_size=0, layer_norm_eps=1e-7,
+                                  relative_attention=True, position_buckets=32, max_relative_positions=-1,
+                                  pos_att_type=["p2c", "c2p"], norm_rel_ebd="layer_norm", share_att_key=True,
+                                  position_biased_input=False)),
 }
 PRESET_NAMES = (*PRESETS, *FAMILY_PRESETS)
 
@@ -106,6 +116,8 @@ class BertConfig:
         stored as Python ones (config.json is written with json, which knows only those)."""
         for name in INT_FIELDS:
             value = getattr(self, name)
+            if name == "type_vocab_size" and self.model_type == "deberta-v2" and _is_int(value) and value == 0:
+                continue  # DeBERTa: 0 means no token-type embeddings
             if not _is_int(value) or value < 1:
                 raise ValueError(f"BertConfig.{name} must be a positive integer, got {_shown(value)}")
             setattr(self, name, int(value))
@@ -144,6 +156,9 @@ class BertConfig:
         if self.model_type == "distilbert" and not hasattr(type(self), "has_token_types"):
             raise ValueError("BertConfig.model_type 'distilbert' needs a DistilBertConfig "
                              "(minibert.distilbert_config), which reads and writes DistilBERT's field names")
+        if self.model_type == "deberta-v2" and not hasattr(type(self), "relative_positions"):
+            raise ValueError("BertConfig.model_type 'deberta-v2' needs a DebertaV2Config (minibert.deberta_config), "
+                             "which holds DeBERTa's relative-attention fields")
         if self.roberta_positions and self.max_position_embeddings <= self.pad_token_id + 1:
             raise ValueError(f"BertConfig.max_position_embeddings ({self.max_position_embeddings}) leaves no position "
                              f"for a token: {self.model_type} positions start at pad_token_id + 1 "
@@ -205,8 +220,8 @@ class BertConfig:
         Sizes (layers, hidden, heads, FFN, vocab, positions): tiny (2, 128, 2, 512, 8192, 64), mini (3, 192, 4, 768,
         8192, 64; ~3M parameters, the default of `minibert pretrain`), small (4, 512, 8, 2048, 8192, 128), base
         (12, 768, 12, 3072, 30522, 512: BERT-base), large (24, 1024, 16, 4096, 30522, 512). Descendants of mini
-        (docs/descendants.md): roberta-mini, preln-mini, albert-mini. An unknown name is a ValueError listing
-        them."""
+        (docs/descendants.md): roberta-mini, preln-mini, albert-mini, deberta-mini (a DebertaV2Config). An unknown
+        name is a ValueError listing them."""
         if name in FAMILY_PRESETS:
             base, family = FAMILY_PRESETS[name]
             return cls.preset(base, **{**family, **overrides})
@@ -216,6 +231,9 @@ class BertConfig:
         values: dict[str, Any] = dict(num_hidden_layers=layers, hidden_size=hidden, num_attention_heads=heads,
                                       intermediate_size=ffn, vocab_size=vocab, max_position_embeddings=positions)
         values.update(overrides)
+        if values.get("model_type") == "deberta-v2" and cls is BertConfig:
+            from minibert.deberta_config import DebertaV2Config
+            cls = DebertaV2Config
         return cls(**values)
 
     # ---------------------------------------------------------------- config.json
@@ -228,6 +246,9 @@ class BertConfig:
         if d.get("model_type") == "distilbert" and cls is BertConfig:  # same encoder, other field names
             from minibert.distilbert_config import DistilBertConfig
             return DistilBertConfig.from_dict(d, source)
+        if d.get("model_type") == "deberta-v2" and cls is BertConfig:  # same encoder, more fields
+            from minibert.deberta_config import DebertaV2Config
+            return DebertaV2Config.from_dict(d, source)
         if d.get("model_type", "bert") not in MODEL_TYPES:
             raise ValueError(f"{source}: model_type is {d.get('model_type')!r}, expected one of "
                              f"{', '.join(MODEL_TYPES)}")

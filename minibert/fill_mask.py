@@ -22,8 +22,8 @@ from minibert.models.base import forward_only
 
 class FillMask:
     """`FillMask(model, tokenizer)(text, top_k=5)`: for each [MASK] in text, the top_k guesses of a masked-LM model
-    (BertForMaskedLM, BertForPreTraining, DistilBertForMaskedLM, ELECTRA's generator), best first, as
-    transformers' fill-mask pipeline gives them; the model's train/eval mode is left as it was."""
+    (BertForMaskedLM, BertForPreTraining, DistilBertForMaskedLM, DebertaV2ForMaskedLM, ELECTRA's generator), best
+    first, as transformers' fill-mask pipeline gives them; the model's train/eval mode is left as it was."""
 
     def __init__(self, model, tokenizer):
         from minibert.embeddings import check_model_and_tokenizer
@@ -57,6 +57,9 @@ class FillMask:
         if "DistilBertForMaskedLM" in architectures:
             from minibert.models.distilbert import DistilBertForMaskedLM
             model_class = DistilBertForMaskedLM
+        if "DebertaV2ForMaskedLM" in architectures:
+            from minibert.models.deberta import DebertaV2ForMaskedLM
+            model_class = DebertaV2ForMaskedLM
         return cls(model_class.from_pretrained(folder), WordPieceTokenizer.from_pretrained(tokenizer_folder))
 
     def __call__(self, text: str, top_k: int = 5) -> list[list[dict]]:

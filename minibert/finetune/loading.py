@@ -16,7 +16,10 @@ OTHER_HEADS = ("cls.", "bert.pooler.", "pooler.", "classifier.", "qa_outputs.", 
 
 
 def _family_class(config, cls, checkpoint):
-    """`cls` for a BERT-family checkpoint; its DistilBERT version for a DistilBERT one (models/auto.py)."""
+    """`cls` for a BERT-family checkpoint; its DistilBERT or DeBERTa version for one of those (models/auto.py)."""
+    if config.model_type == "deberta-v2":
+        from minibert.models import deberta
+        return getattr(deberta, cls.__name__.replace("Bert", "DebertaV2", 1))
     if config.model_type != "distilbert":
         return cls
     if cls is not BertForSequenceClassification:

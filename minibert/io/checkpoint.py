@@ -64,11 +64,12 @@ def load_pretrained(cls, path, dtype=np.float32, **kwargs):
     folder = resolve_model_folder(path, option=None)
     config = BertConfig.from_json_file(folder / CONFIG_NAME)
     # BERT's classes load every family that keeps BERT's names (roberta, albert, electra bodies: io/families.py);
-    # DistilBERT's names differ, so its classes and its checkpoints go together only.
+    # DistilBERT's and DeBERTa's names differ, so their classes and their checkpoints go together only.
     model_type, wanted = config.model_type, getattr(cls, "model_type", "bert")
-    if (model_type == "distilbert") != (wanted == "distilbert"):
-        raise ValueError(f"{folder / CONFIG_NAME}: model_type is {model_type!r}, but {cls.__name__} loads "
-                         f"{wanted!r} checkpoints (minibert.models.auto picks the class from config.json)")
+    for own_names in ("distilbert", "deberta-v2"):
+        if (model_type == own_names) != (wanted == own_names):
+            raise ValueError(f"{folder / CONFIG_NAME}: model_type is {model_type!r}, but {cls.__name__} loads "
+                             f"{wanted!r} checkpoints (minibert.models.auto picks the class from config.json)")
     kwargs = _kwargs_from_config(cls, config, kwargs)
     source = TensorSource(folder)  # validates the safetensors headers: shapes are known before any data is read
     # The encoder's shapes follow from config.json alone: check them before building the model, so a wrong

@@ -25,6 +25,8 @@ import numpy as np
 
 from minibert.layers.activations import get_activation
 from minibert.layers.attention import self_attention_backward, self_attention_forward
+from minibert.layers.disentangled_attention import (RelativeAttention, disentangled_attention_backward,
+                                                    disentangled_attention_forward)
 from minibert.layers.dropout import dropout_backward, dropout_forward
 from minibert.layers.layernorm import layernorm_backward, layernorm_forward
 from minibert.layers.linear import linear_backward, linear_forward
@@ -40,6 +42,8 @@ def layer_norm_names(config):
 
 def encoder_layer_forward(x, params, prefix, additive_mask, config, rng, training, rows=None, for_backward=True):
     # x (B, T, H); rows None, or (R,) sorted flat indices into B*T: then the output is (R, H) (see the top)
+    # additive_mask (B, 1, 1, T) or None; for DeBERTa a RelativeAttention (its pair mask, relative embeddings and
+    # index table, shared by the layers): the layer then runs the disentangled attention
     # for_backward=False: no backward reads this cache (recompute keeps only the input), so the activation's
     # derivative is not computed
     P = lambda name: params[prefix + name]  # noqa: E731  (short local alias keeps the lines readable)
@@ -55,9 +59,13 @@ def encoder_layer_forward(x, params, prefix, additive_mask, config, rng, trainin
     a = x
     if pre:
         a, c_pre1 = layernorm_forward(x, g1, b1, eps)  # (B, T, H)
-    ctx, probs, c_attn = self_attention_forward(a, params, prefix + "attention.self.", additive_mask,
-                                                config.num_attention_heads, config.attention_probs_dropout_prob,
-                                                rng, training)  # (B, T, H)
+    if isinstance(additive_mask, RelativeAttention):
+        ctx, probs, c_attn = disentangled_attention_forward(a, params, prefix + "attention.self.", additive_mask,
+                                                            config, rng, training)  # (B, T, H)
+    else:
+        ctx, probs, c_attn = self_attention_forward(a, params, prefix + "attention.self.", additive_mask,
+                                                    config.num_attention_heads, config.attention_probs_dropout_prob,
+                                                    rng, training)  # (B, T, H)
     residual = x  # (B, T, H)
     if rows is not None:  # from here on, only the rows whose output is needed
         B, T, H = x.shape
@@ -127,7 +135,10 @@ def encoder_layer_backward(dout, cache, params, grads, prefix, config):
         full = np.zeros((B * T, H), dtype=dctx.dtype)  # (B*T, H)
         full[rows] = dctx
         dctx = full.reshape(x_shape)  # (B, T, H)
-    dx = self_attention_backward(dctx, c_attn, grads, prefix + "attention.self.")  # (B, T, H) through attention
+    if isinstance(c_attn[-1], RelativeAttention):  # DeBERTa's attention
+        dx = disentangled_attention_backward(dctx, c_attn, params, grads, prefix + "attention.self.", config)
+    else:
+        dx = self_attention_backward(dctx, c_attn, grads, prefix + "attention.self.")  # (B, T, H) through attention
     if c_pre1 is not None:
         dx = layernorm_backward(dx, c_pre1, *LN1)  # (B, T, H)
     if rows is None:

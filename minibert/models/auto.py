@@ -1,10 +1,10 @@
 """Pick the model class a checkpoint folder needs from its config.json (model_type), so every command that
 loads "a BERT" also loads a DistilBERT.
 
-    kind        model_type "bert"                 model_type "distilbert"
-    body        BertModel                         DistilBertModel
-    mlm         BertForMaskedLM                   DistilBertForMaskedLM
-    classifier  BertForSequenceClassification     DistilBertForSequenceClassification
+    kind        model_type "bert"              model_type "distilbert"              model_type "deberta-v2"
+    body        BertModel                      DistilBertModel                      DebertaV2Model
+    mlm         BertForMaskedLM                DistilBertForMaskedLM                DebertaV2ForMaskedLM
+    classifier  BertForSequenceClassification  DistilBertForSequenceClassification  DebertaV2ForSequenceClassification
 """
 
 from __future__ import annotations
@@ -24,13 +24,17 @@ def model_class(config: BertConfig, kind: str):
         from minibert.models.distilbert_classification import DistilBertForSequenceClassification
         return {"body": DistilBertModel, "mlm": DistilBertForMaskedLM,
                 "classifier": DistilBertForSequenceClassification}[kind]
+    if getattr(config, "model_type", "bert") == "deberta-v2":
+        from minibert.models.deberta import DebertaV2ForMaskedLM, DebertaV2ForSequenceClassification, DebertaV2Model
+        return {"body": DebertaV2Model, "mlm": DebertaV2ForMaskedLM,
+                "classifier": DebertaV2ForSequenceClassification}[kind]
     from minibert.models import BertForMaskedLM, BertForSequenceClassification, BertModel
     return {"body": BertModel, "mlm": BertForMaskedLM, "classifier": BertForSequenceClassification}[kind]
 
 
 def load_body(folder, **kwargs):
-    """The encoder of any BERT or DistilBERT folder (its heads, if any, unused). add_pooling_layer applies to
-    BERT only (DistilBERT has no pooler). A run folder loads its latest checkpoint."""
+    """The encoder of any BERT, DistilBERT or DeBERTa folder (its heads, if any, unused). add_pooling_layer applies
+    to BERT only (DistilBERT and DeBERTa have no pooler). A run folder loads its latest checkpoint."""
     from minibert.training.run_dir import resolve_model_dir
     folder = resolve_model_dir(folder)
     cls = model_class(BertConfig.from_json_file(Path(folder) / "config.json"), "body")

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from minibert.layers.disentangled_attention import relative_attention_backward, relative_attention_forward
 from minibert.layers.embedding import embedding_backward, embedding_forward, roberta_position_ids
 from minibert.layers.encoder_layer import encoder_layer_backward, encoder_layer_forward, layer_norm_names
 from minibert.layers.heads import pooler_backward, pooler_forward
@@ -143,8 +144,17 @@ class BertEncoder:
                 raise ValueError(f"rows must be flat indices into the {B} x {T} batch, in 0..{B * T - 1}")
             rows = np.union1d(rows, np.arange(B) * T) if self.has_pooler else np.unique(rows)  # sorted, distinct
         position_ids = roberta_position_ids(input_ids, cfg.pad_token_id) if cfg.roberta_positions else None
+        relative = getattr(cfg, "relative_positions", False)  # DeBERTa (models/deberta.py)
+        token_mask = attention_mask if relative and additive_mask is not None else None
         x, c_emb = embedding_forward(params, prefix, input_ids, token_type_ids, cfg.layer_norm_eps,
-                                     cfg.hidden_dropout_prob, rng, training, position_ids)  # (B, T, E)
+                                     cfg.hidden_dropout_prob, rng, training, position_ids,
+                                     absolute_positions=getattr(cfg, "position_biased_input", True),
+                                     token_mask=token_mask)  # (B, T, E)
+        shared = None
+        if relative:  # the layers' attention reads this instead of an additive mask: the pair mask, the relative
+            # embeddings after encoder.LayerNorm (normalised once, here, for every layer) and the index table
+            shared = additive_mask = relative_attention_forward(params, prefix, cfg, attention_mask,
+                                                                input_ids.shape[1])
         c_proj = None
         if self.projection:  # as HF ALBERT and ELECTRA: after the embeddings' LayerNorm and dropout
             w, b = params[self.projection + "weight"], params[self.projection + "bias"]  # (H, E), (H,)
@@ -177,7 +187,7 @@ class BertEncoder:
                 cls_rows = np.searchsorted(rows, np.arange(input_ids.shape[0]) * input_ids.shape[1])  # (B,)
                 cls_states = x[cls_rows][:, None]  # (B, 1, H)
             pooled, c_pool = pooler_forward(cls_states, params, prefix)  # (B, H)
-        self._cache = (c_emb, c_proj, c_layers, c_final, c_pool, x.shape, recompute, cls_rows)
+        self._cache = (c_emb, c_proj, c_layers, c_final, c_pool, x.shape, recompute, cls_rows, shared)
         return ModelOutput(last_hidden_state=x, pooler_output=pooled, rows=rows,
                            attentions=attentions if output_attentions else None,
                            hidden_states=hidden_states if output_hidden_states else None)
@@ -187,7 +197,7 @@ class BertEncoder:
             raise needs_forward()
         m, cfg, prefix = self.model, self.model.config, self.prefix
         params, grads = m.bert_view(m.params), m.bert_view(m.grads)
-        c_emb, c_proj, c_layers, c_final, c_pool, shape, recompute, cls_rows = self._cache  # (B, T, H) or (R, H)
+        c_emb, c_proj, c_layers, c_final, c_pool, shape, recompute, cls_rows, shared = self._cache  # shape: x's
         if d_last_hidden_state is None:
             dx = np.zeros(shape, dtype=m.dtype)
         else:
@@ -216,6 +226,8 @@ class BertEncoder:
                 c = self._recompute_layer(i, *c)
             dx = encoder_layer_backward(dx, c, params, grads, self.layer_prefix(i), cfg)
             c = None  # this layer's activations go now, before the layer below recomputes its own
+        if shared is not None:  # the relative embeddings' gradient, summed over the layers, through their LayerNorm
+            relative_attention_backward(shared, params, grads, prefix)
         if c_proj is not None:
             dx = linear_backward(dx, c_proj, params[self.projection + "weight"], grads[self.projection + "weight"],
                                  grads[self.projection + "bias"])  # (B, T, E)

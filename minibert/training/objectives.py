@@ -1,7 +1,8 @@
 """What the pre-training objectives change in training/pretrain.py's one loop: which model is trained and what
 is counted. The loop itself is the same for all: masked batch -> model.forward -> model.backward -> AdamW.
 
-- mlm, mlm+nsp: BertForPreTraining (masked LM, with or without next-sentence prediction).
+- mlm, mlm+nsp: BertForPreTraining (masked LM, with or without next-sentence prediction); a DeBERTa config
+  (model_type deberta-v2): DebertaV2ForMaskedLM, mlm only.
 - electra: ElectraPretrainer (models/electra_pretraining.py): the generator is trained on the masked batch as an
   MLM, the discriminator on replaced-token detection over every token. Its output has the MLM fields the loop
   already counts (the generator's) plus rtd_logits / rtd_labels, counted here.
@@ -14,7 +15,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from minibert.config import BertConfig
 from minibert.models import BertForPreTraining
+from minibert.models.deberta import DebertaV2ForMaskedLM
 from minibert.models.electra import generator_config
 from minibert.models.electra_pretraining import ElectraPretrainer
 
@@ -29,7 +32,12 @@ def build_model(settings, config=None, checkpoint=None):
         return settings.build_model(checkpoint)
     if checkpoint is not None:
         cls = ElectraPretrainer if settings.objective == "electra" else BertForPreTraining
+        if BertConfig.from_json_file(checkpoint).model_type == "deberta-v2":
+            cls = DebertaV2ForMaskedLM
         return cls.from_pretrained(checkpoint, seed=settings.seed)
+    if config.model_type == "deberta-v2":
+        check_objective(settings, config)
+        return DebertaV2ForMaskedLM(config, seed=settings.seed)
     if settings.objective == "electra":
         if config.model_type not in ("bert", "electra"):
             raise ValueError(f"--objective electra builds ELECTRA's models from a BERT config; --config "
@@ -37,6 +45,14 @@ def build_model(settings, config=None, checkpoint=None):
                              f"config.json with model_type bert and, if wanted, embedding_size)")
         return ElectraPretrainer(config, generator_config(config, settings.generator_size), seed=settings.seed)
     return BertForPreTraining(config, seed=settings.seed)
+
+
+def check_objective(settings, config) -> None:
+    """A one-line ValueError for an objective the config's model cannot train: DeBERTa has no sentence-pair head
+    (masked LM only)."""
+    if config.model_type == "deberta-v2" and settings.objective != "mlm":
+        raise ValueError(f"--config {settings.config} is a DeBERTa (model_type deberta-v2), which pre-trains with "
+                         f"objective (--objective) mlm only, got {settings.objective!r}")
 
 
 def brings_own_model(settings) -> bool:

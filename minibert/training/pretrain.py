@@ -53,7 +53,8 @@ from minibert.training.distributed import LocalCommunicator, check_divisible, ra
 from minibert.training.evaluate import build_eval_batches, evaluate, most_frequent_token_accuracy, token_counts
 from minibert.training.memory import ProportionalPeak, peak_rss_mb
 from minibert.training.metrics import MetricsLog, Window
-from minibert.training.objectives import brings_own_model, build_model, output_bias_name, rtd_counts
+from minibert.training.objectives import (brings_own_model, build_model, check_objective, output_bias_name,
+                                         rtd_counts)
 from minibert.training.run_dir import (check_new_run_dir, check_not_being_trained, create_run_dir, finished_run,
                                        free_run_name, hold_run_dir, latest_checkpoint, nothing_to_resume,
                                        release_run_dirs, remove_unstarted_run, resume_advice, resume_settings)
@@ -128,6 +129,7 @@ def check_before_data(settings: PretrainSettings, resume_checkpoint: Path | None
     if not brings_own_model(settings):
         vocab_size = len(tokenizer.vocab) if tokenizer is not None else None
         config = model_config(settings, vocab_size)
+        check_objective(settings, config)
         sequence_length(settings, config)
         if settings.objective != "electra":  # (ELECTRA's models project any embedding_size)
             bert_param_shapes(config)  # e.g. an embedding_size that model_type has no projection for

@@ -13,11 +13,14 @@ BERT_CLASSES = ("BertForPreTraining", "BertForMaskedLM", "BertModel", "BertForSe
 FAMILY_CLASSES = {
     "distilbert": ("DistilBertForMaskedLM", "DistilBertModel", "DistilBertForSequenceClassification"),
     "electra": ("ElectraForPreTraining", "ElectraForMaskedLM"),
+    "deberta-v2": ("DebertaV2ForMaskedLM", "DebertaV2Model", "DebertaV2ForSequenceClassification",
+                   "DebertaV2ForTokenClassification", "DebertaV2ForQuestionAnswering"),
 }  # bert, roberta, roberta-prelayernorm, albert: BERT_CLASSES (one encoder, renamed when saved)
 MODEL_CLASSES = BERT_CLASSES + tuple(c for classes in FAMILY_CLASSES.values() for c in classes)
 CLASS_MODULES = {"DistilBertForMaskedLM": "minibert.models.distilbert", "DistilBertModel": "minibert.models.distilbert",
                  "DistilBertForSequenceClassification": "minibert.models.distilbert_classification",
-                 "ElectraForPreTraining": "minibert.models.electra", "ElectraForMaskedLM": "minibert.models.electra"}
+                 "ElectraForPreTraining": "minibert.models.electra", "ElectraForMaskedLM": "minibert.models.electra",
+                 **{name: "minibert.models.deberta" for name in FAMILY_CLASSES["deberta-v2"]}}
 
 
 def add_config_arguments(parser, model_note: str, class_what: str = "which model") -> None:
@@ -30,9 +33,10 @@ def add_config_arguments(parser, model_note: str, class_what: str = "which model
     source.add_argument("--model", default=None, metavar="DIR",
                         help=f"a model folder, a pre-training run folder or 'minilm' ({model_note})")
     parser.add_argument("--model-class", choices=MODEL_CLASSES, default=None, metavar="CLASS",
-                        help=f"{class_what}: {', '.join(BERT_CLASSES)}; for a DistilBERT or ELECTRA config "
-                             f"{', '.join(MODEL_CLASSES[len(BERT_CLASSES):])} (default: the folder's "
-                             f"'architectures', else BertForPreTraining, DistilBertForMaskedLM, ElectraForPreTraining)")
+                        help=f"{class_what}: {', '.join(BERT_CLASSES)}; for a DistilBERT, ELECTRA or DeBERTa "
+                             f"config {', '.join(MODEL_CLASSES[len(BERT_CLASSES):])} (default: the folder's "
+                             f"'architectures', else BertForPreTraining, DistilBertForMaskedLM, ElectraForPreTraining, "
+                             f"DebertaV2ForMaskedLM)")
 
 
 def config_from_args(args) -> tuple[BertConfig, str]:
@@ -92,7 +96,8 @@ def _minibert_class(architecture: str, model_type: str) -> str:
 
 def model_class_name(config: BertConfig, requested: str | None = None) -> str:
     """The class to build: the one asked for, else config.json's "architectures" (when minibert has that class),
-    else the family's pre-training model: BertForPreTraining, DistilBertForMaskedLM or ElectraForPreTraining."""
+    else the family's pre-training model: BertForPreTraining, DistilBertForMaskedLM, ElectraForPreTraining or
+    DebertaV2ForMaskedLM."""
     allowed = classes_for(config)
     if requested is not None:
         if requested not in allowed:

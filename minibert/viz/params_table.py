@@ -14,6 +14,7 @@ from minibert.viz.dims import legend, model_letters
 SECTION_TITLES = {
     "embeddings": "embeddings",
     "layer": "one encoder layer",
+    "relative": "relative positions (shared by all layers)",
     "pooler": "pooler (dense + tanh on [CLS])",
     "mlm": "MLM head",
     "nsp": "NSP head",
@@ -78,6 +79,8 @@ def split_param_name(name: str, base_prefix: str) -> tuple[str, int | None, str]
         return "embeddings", None, ".".join(parts[1:])
     if parts[:2] in (["encoder", "layer"], ["transformer", "layer"]) and len(parts) > 3 and parts[2].isdigit():
         return "layer", int(parts[2]), ".".join(parts[3:])
+    if parts[0] == "encoder" and len(parts) > 1 and parts[1] in ("rel_embeddings", "LayerNorm"):  # DeBERTa
+        return "relative", None, ".".join(parts[1:])
     if parts[0] == "pooler":
         return "pooler", None, ".".join(parts[1:])
     if parts[:2] == ["cls", "predictions"]:
@@ -143,9 +146,11 @@ def build_parameter_table(model) -> ParameterTable:
     return table
 
 
-def section_title(table: ParameterTable, key: str) -> str:
+def section_title(table: ParameterTable, key: str, config=None) -> str:
     """"MLM head (cls.predictions)", "one encoder layer (encoder.layer.0)", ..."""
     title = SECTION_TITLES[key]
+    if key == "pooler" and getattr(config, "pooler_hidden_act", None):  # DeBERTa's classifier pooler
+        title = f"pooler (dense + {config.pooler_hidden_act} on [CLS])"
     if key == "layer":
         return f"{title} ({table.layer_prefix}0)"
     if table.heads.get(key):
@@ -165,6 +170,8 @@ def _shape_text(shapes, letters, tied=False) -> str:
 
 def format_parameter_table(table: ParameterTable, config, title: str) -> str:
     letters = {k: v for k, v in model_letters(config, positions=True).items() if k in ("V", "H", "F", "P", "E")}
+    if not getattr(config, "position_biased_input", True):
+        letters.pop("P", None)  # no position table (DeBERTa): a size that equals P means something else
     classifier = next((c for c in table.sections.get("classifier", ()) if c.name == "classifier"), None)
     if classifier is not None:  # C classes (a classifier or a tagger)
         letters["C"] = classifier.shapes[0][0]
@@ -185,7 +192,7 @@ def format_parameter_table(table: ParameterTable, config, title: str) -> str:
         comps = table.sections.get(key)
         if not comps:
             continue
-        lines.append(section_title(table, key))
+        lines.append(section_title(table, key, config))
         for c in comps:
             tied = bool(c.note) and key == "mlm"
             row("  " + c.name, _shape_text(c.shapes, letters, tied=tied), c.count, c.note)

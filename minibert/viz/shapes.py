@@ -39,9 +39,11 @@ DESCRIPTIONS = {
     "mlm_head_forward": "dense, act, LayerNorm, decoder to V",
     "nsp_head_forward": "is-next / not-next logits",
     "rtd_head_forward": "dense, act, dense to one logit per token: replaced or not",
+    "relative_attention_forward": "relative-position embeddings, LayerNorm once, shared by every layer",
+    "disentangled_attention_forward": "A heads attend (content and relative position), outputs joined back",
 }
-STAGES = ("embedding_forward", "encoder_layer_forward", "pooler_forward", "mlm_head_forward", "nsp_head_forward",
-          "rtd_head_forward")
+STAGES = ("embedding_forward", "relative_attention_forward", "encoder_layer_forward", "pooler_forward",
+          "mlm_head_forward", "nsp_head_forward", "rtd_head_forward")
 SKIPPED = ("dropout_forward",)  # identity in eval mode: nothing to see
 LAYER_ROW = re.compile(r"^(encoder|transformer)\.layer\.\d+$")
 
@@ -210,7 +212,8 @@ def _stage_where(table, section: str, layer) -> str:
     common = os.path.commonprefix(heads).rstrip("._")
     if common:
         return common + "_*"
-    return {"embeddings": "embeddings", "pooler": "pooler"}.get(section, ", ".join(heads) or section)
+    return {"embeddings": "embeddings", "pooler": "pooler", "relative": "encoder.rel_embeddings"}.get(
+        section, ", ".join(heads) or section)
 
 
 def journey_rows(journey: Journey, model) -> list[Row]:
@@ -235,8 +238,10 @@ def journey_rows(journey: Journey, model) -> list[Row]:
                         layer, params = len(layer_calls) - 1, 0
                 where = _stage_where(table, sec, layer)
                 what = DESCRIPTIONS.get(child.function, child.function)
-                if child.function == "embedding_forward" and not getattr(model.config, "has_token_types", True):
-                    what = "word + position embeddings, LayerNorm"  # DistilBERT: no token types
+                if child.function == "embedding_forward":  # DistilBERT: no token types; DeBERTa maybe no positions
+                    parts = ["word", "position" if getattr(model.config, "position_biased_input", True) else "",
+                             "type" if getattr(model.config, "has_token_types", True) else ""]
+                    what = " + ".join(p for p in parts if p) + " embeddings, LayerNorm"
                 stage = Row(depth, where, what,
                             child.outputs[0] if child.outputs else None, params)
                 rows.append(stage)

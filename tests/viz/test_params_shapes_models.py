@@ -17,7 +17,9 @@ from minibert.viz.params_table import build_parameter_table
 
 ALL_CLASSES = ("BertForPreTraining", "BertForMaskedLM", "BertModel", "BertForSequenceClassification",
                "BertForTokenClassification", "BertForQuestionAnswering", "DistilBertForMaskedLM", "DistilBertModel",
-               "DistilBertForSequenceClassification", "ElectraForPreTraining", "ElectraForMaskedLM")
+               "DistilBertForSequenceClassification", "ElectraForPreTraining", "ElectraForMaskedLM",
+               "DebertaV2ForMaskedLM", "DebertaV2Model", "DebertaV2ForSequenceClassification",
+               "DebertaV2ForTokenClassification", "DebertaV2ForQuestionAnswering")
 
 TINY = dict(vocab_size=60, hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=24,
             max_position_embeddings=20)
@@ -29,6 +31,10 @@ def config_for(class_name):
         return DistilBertConfig(**TINY)
     if class_name.startswith("Electra"):
         return BertConfig(**TINY, model_type="electra")
+    if class_name.startswith("DebertaV2"):
+        from minibert.deberta_config import DebertaV2Config
+        return DebertaV2Config(**TINY, relative_attention=True, pos_att_type=["p2c", "c2p"], position_buckets=4,
+                               norm_rel_ebd="layer_norm")
     return BertConfig(**TINY)
 
 
