@@ -57,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
         module.add_arguments(subparsers[name])
     args = parser.parse_args(argv)
     args.argv = list(argv)  # the command as typed: `minibert pretrain --procs N` starts its ranks with it
-    from minibert.training.distributed import EXPECTED_ERRORS  # (reported in one line, as the ranks report them)
+    from minibert.training.rank_checks import EXPECTED_ERRORS  # (reported in one line, as the ranks report them)
     try:
         from minibert.layers.activations import numba_gelu_loop, numba_setting
         if numba_setting() == "on":  # a bad MINIBERT_NUMBA, or =1 without a working numba, fails before any work
@@ -66,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.flush()  # (here, so that a closed pipe is met below and not at exit)
         return code
     except BrokenPipeError:  # the reader of our output stopped reading (`minibert params | head`)
-        from minibert.training.distributed import closed_pipe_status
+        from minibert.training.rank_checks import closed_pipe_status
         return closed_pipe_status()
     except EXPECTED_ERRORS as e:
         # Bad input, a path that cannot be written, or a missing optional package: one clear line, no traceback

@@ -71,7 +71,7 @@ def checked_model_folder(args) -> Path:
     from minibert.io.model_folder import resolve_model_folder
     folder = resolve_model_folder(args.model, "--model")
     if args.max_length is not None:
-        from minibert.commands.predict import checked_max_length
+        from minibert.commands.finetune_setup import checked_max_length
         from minibert.config import BertConfig
         checked_max_length(args, BertConfig.from_json_file(folder / "config.json"), default=args.max_length,
                            minimum=2)

@@ -15,6 +15,8 @@ import json
 import sys
 from pathlib import Path
 
+from minibert.commands.finetune_setup import checked_max_length
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
@@ -97,22 +99,6 @@ def _write_table(records, label_names, delimiter) -> str:
 
 def _write_jsonl(records) -> str:
     return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
-
-
-def checked_max_length(args, config, default: int, minimum: int, task_type: str | None = None) -> int:
-    """--max-length, or the length the model was fine-tuned with for `task_type` (loading.recorded_max_length;
-    None: no such default), or for a folder without that record `default`, cut to the model's positions; between
-    `minimum` and the limit of the model's config (a BertConfig: checked before the weights load). Predicting at
-    the fine-tuning's length reads every text as training and the reported scores did."""
-    from minibert.finetune.loading import recorded_max_length
-
-    limit = config.max_tokens
-    default = recorded_max_length(config, task_type) or default
-    max_length = args.max_length if args.max_length is not None else min(default, limit)
-    if not minimum <= max_length <= limit:
-        raise ValueError(f"--max-length {max_length} must be between {minimum} and the model's "
-                         f"max_position_embeddings ({limit})")
-    return max_length
 
 
 def _pairs_note(args, config, pairs: bool) -> str | None:
