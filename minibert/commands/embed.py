@@ -25,7 +25,8 @@ def add_arguments(parser):
                         help="save the embeddings as a NumPy .npy array (N, H) instead of printing JSON")
     parser.add_argument("--batch-size", type=int, default=32, help="texts per forward pass (default 32)")
     parser.add_argument("--workers", type=int, default=None,
-                        help="batches run at once, each on its own thread and core (default: the cores, at most 4; 1 when OPENBLAS_NUM_THREADS=1); each holds its own activations, so memory grows with it")
+                        help="batches run at once, each on its own thread and core (default: the cores, at most 4; "
+                             "1 when OPENBLAS_NUM_THREADS=1); each holds its own activations, so memory grows with it")
     parser.add_argument("--max-length", type=int, default=None,
                         help="truncate texts to this many tokens (default: the model's, 256 for MiniLM)")
     parser.add_argument("--no-normalize", dest="normalize", action="store_false",

@@ -47,7 +47,8 @@ scores of one question's answers compare, those of different questions do not)."
     parser.add_argument("--json", action="store_true", help="stdout as JSON lines instead of a table")
     parser.add_argument("--batch-size", type=int, default=32, help="texts per forward pass (default 32)")
     parser.add_argument("--workers", type=int, default=None,
-                        help="batches run at once, each on its own thread and core (default: the cores, at most 4; 1 when OPENBLAS_NUM_THREADS=1); each holds its own activations, so memory grows with it")
+                        help="batches run at once, each on its own thread and core (default: the cores, at most 4; "
+                             "1 when OPENBLAS_NUM_THREADS=1); each holds its own activations, so memory grows with it")
     parser.add_argument("--max-length", type=int, default=None,
                         help="tokens per text, longer ones truncated (default: the length the model was fine-tuned "
                              "with, which 'minibert finetune' records in its config.json; for a folder without that "

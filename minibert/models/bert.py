@@ -58,7 +58,8 @@ class BertEncoder:
         if attention_mask is not None and not attention_mask.all():
             # 0 where a token may be attended to, the most negative float at padding: after softmax, padded
             # keys get probability 0 (Hugging Face uses the same value).
-            additive_mask = ((1 - attention_mask[:, None, None, :]) * np.finfo(m.dtype).min).astype(m.dtype)  # (B, 1, 1, T)
+            # (B, 1, 1, T)
+            additive_mask = ((1 - attention_mask[:, None, None, :]) * np.finfo(m.dtype).min).astype(m.dtype)
 
         if rows is not None:
             if output_hidden_states:
