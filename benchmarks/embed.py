@@ -16,8 +16,8 @@ minibert runs with freed memory kept in the process (minibert.keep_freed_memory(
 forward's large temporaries are then reused instead of page-faulted in again); --default-malloc leaves glibc's
 malloc as it is, as in a Python program that does not call it.
 Rounds alternate between the two so a noisy machine slows both alike. Prints the best round of each (total, and
-tokenization / model split), the ratio of each minibert contender / transformers in sentences per second (>1: minibert faster),
-and the cosine agreement of the two sets of embeddings.
+tokenization / model split), the ratio of each minibert contender / transformers in sentences per second (>1:
+minibert faster), and the cosine agreement of the two sets of embeddings.
 Also the matmul floor: the model's products alone (every layer's q/k/v, output and feed-forward projections and
 attention's batched products, on the same padded batches, run the way minibert runs its batches), timed in the
 same rounds. No NumPy implementation on this BLAS embeds faster than that, so transformers' model time over the

@@ -7,8 +7,8 @@ minibert's matmuls go through NumPy's bundled OpenBLAS; torch's CPU wheel uses M
 products). Which of the two is faster at a shape depends on the machine: on an AMD EPYC they were level, on an
 Intel Xeon with AMX MKL was 10-31% faster (November 23, 2026, this script, --threads 1). No code in minibert can close
 that gap, so it bounds every minibert / torch ratio of benchmarks/train_step.py from below: this prints, per
-shape, both times and their ratio, in alternating rounds, and the step's total (each shape's forward, dx and dW products,
-weighted by how often the step runs it: the shapes of benchmarks/matmul_floor.py, the last layer after its
+shape, both times and their ratio, in alternating rounds, and the step's total (each shape's forward, dx and dW
+products, weighted by how often the step runs it: the shapes of benchmarks/matmul_floor.py, the last layer after its
 attention on the predicted rows and each sequence's [CLS], as the sparse last layer runs it with a pooler).
 
 Rounds, not call by call: on several threads, each library's worker threads keep spinning after a product
@@ -78,7 +78,8 @@ def main():
             flops = 2 * m * k * n
             print(f"  {label:28s} {1e3 * ours:9.3f} {1e3 * theirs:9.3f} {flops / ours / 1e9:11.1f} "
                   f"{flops / theirs / 1e9:11.1f} {ours / theirs:12.2f}")
-    print(f"  the step's projections, MLM transform and decoder: numpy {1e3 * totals[0]:.1f} ms, torch {1e3 * totals[1]:.1f} ms: "
+    print(f"  the step's projections, MLM transform and decoder: numpy {1e3 * totals[0]:.1f} ms, "
+          f"torch {1e3 * totals[1]:.1f} ms: "
           f"{totals[0] / totals[1]:.2f}")
 
 

@@ -234,7 +234,8 @@ def torch_steps(cfg, batch, sparse, attn, sparse_last=True):
         if sparse:  # the decoder only where there is something to predict, as minibert does
             seq, pooled = model.bert(input_ids=ids, token_type_ids=types, attention_mask=mask, return_dict=False)
             h = seq.reshape(-1, seq.shape[-1])[positions]
-            loss = ce(model.cls.predictions(h), labels.reshape(-1)[positions]) + ce(model.cls.seq_relationship(pooled), nsl)
+            loss = (ce(model.cls.predictions(h), labels.reshape(-1)[positions])
+                    + ce(model.cls.seq_relationship(pooled), nsl))
         else:
             loss = model(input_ids=ids, token_type_ids=types, attention_mask=mask, labels=labels,
                          next_sentence_label=nsl).loss

@@ -202,9 +202,9 @@ def random_layer_params(H, F, rng):
     shapes = {"attention.self.query": (H, H), "attention.self.key": (H, H), "attention.self.value": (H, H),
               "attention.output.dense": (H, H), "intermediate.dense": (F, H), "output.dense": (H, F)}
     params = {}
-    for name, (O, I) in shapes.items():
-        params[name + ".weight"] = rng.standard_normal((O, I)) / math.sqrt(I)  # (O, I)
-        params[name + ".bias"] = np.zeros(O)  # (O,)
+    for name, (n_out, n_in) in shapes.items():
+        params[name + ".weight"] = rng.standard_normal((n_out, n_in)) / math.sqrt(n_in)  # (out, in)
+        params[name + ".bias"] = np.zeros(n_out)  # (out,)
     for name in ("attention.output.LayerNorm", "output.LayerNorm", "attention.LayerNorm", "intermediate.LayerNorm"):
         params[name + ".weight"], params[name + ".bias"] = np.ones(H), np.zeros(H)  # (H,)
     return params

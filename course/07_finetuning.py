@@ -296,7 +296,7 @@ tagger = load_for_finetuning(folder, tag_names, seed=0, cls=BertForTokenClassifi
 optimizer = AdamW(*all_but_word_embeddings(tagger), lr=1e-4, weight_decay=0.0)
 print(f"training {sum(p.size for p in optimizer.params.values()):,} of {tagger.num_parameters():,} weights")
 tag_losses = []
-for step in range(quick(15, 4)):
+for _ in range(quick(15, 4)):
     out = tagger(input_ids, token_type_ids=token_type_ids, attention_mask=attention_mask, labels=tag_labels)
     tagger.zero_grad()
     tagger.backward()
@@ -354,7 +354,7 @@ ends = np.array([e for _, _, _, e in encoded_qa])  # (B,)
 reader = load_for_finetuning(folder, None, seed=0, cls=BertForQuestionAnswering, log=lambda m: None)
 optimizer = AdamW(*all_but_word_embeddings(reader), lr=1e-4, weight_decay=0.0)
 qa_losses = []
-for step in range(quick(15, 4)):
+for _ in range(quick(15, 4)):
     out = reader(qa_ids, token_type_ids=qa_types, attention_mask=qa_mask, start_positions=starts,
                  end_positions=ends)
     reader.zero_grad()
@@ -367,7 +367,7 @@ print("loss by step:", np.round(qa_losses, 3))
 
 reader.eval()
 out = reader(qa_ids, token_type_ids=qa_types, attention_mask=qa_mask)
-for b, (question, context, answer) in enumerate(qa_examples):
+for b, (question, _, answer) in enumerate(qa_examples):
     inside = qa_types[b] == 1  # (T,) only the paragraph's tokens can be the answer
     inside[qa_ids[b] == tokenizer.sep_token_id] = False
     score = np.where(inside, out.start_logits[b], -np.inf)[:, None] + np.where(inside, out.end_logits[b], -np.inf)

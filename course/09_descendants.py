@@ -371,19 +371,20 @@ print(f"{len(texts)} summaries, vocabulary {tok.vocab_size}, {len(train_seqs)} t
 
 # %%
 H = quick(192, 64)  # the mini's width in the full run, narrower in quick mode
-base = BertConfig.preset("mini", vocab_size=tok.vocab_size, hidden_size=H, num_attention_heads=max(1, H // 48),
-                         intermediate_size=4 * H, max_position_embeddings=T, num_hidden_layers=quick(3, 2))
+sizes = dict(vocab_size=tok.vocab_size, hidden_size=H, num_attention_heads=max(1, H // 48), intermediate_size=4 * H,
+             max_position_embeddings=T, num_hidden_layers=quick(3, 2))
+base = BertConfig.preset("mini", **sizes)
 
 
 def family(name):
-    """The mini-family preset `name`'s switches, applied to this race's base (sizes scaled with it)."""
-    _, overrides = FAMILY_PRESETS[name]
-    overrides = dict(overrides)
-    if "max_position_embeddings" in overrides:  # positions start at pad_token_id + 1
-        overrides["max_position_embeddings"] = T + base.pad_token_id + 1
-    if "embedding_size" in overrides:  # the mini's 64 of 192: a third of the width
-        overrides["embedding_size"] = max(8, H // 3)
-    return dataclasses.replace(base, **overrides)
+    """The mini-family preset `name` (its switches) at this race's sizes."""
+    _, switches = FAMILY_PRESETS[name]
+    scaled = {}
+    if "max_position_embeddings" in switches:  # positions start at pad_token_id + 1
+        scaled["max_position_embeddings"] = T + base.pad_token_id + 1
+    if "embedding_size" in switches:  # the mini's 64 of 192: a third of the width
+        scaled["embedding_size"] = max(8, H // 3)
+    return BertConfig.preset(name, **{**sizes, **scaled})
 
 
 racers = {"BERT": base, "RoBERTa": family("roberta-mini"), "pre-LN": family("preln-mini"),
@@ -442,8 +443,8 @@ for name, cfg in racers.items():
 # %%
 fig, ax = plt.subplots(figsize=(8, 4.5))
 for name, (curve, steps, _, _) in results.items():
-    s, l = zip(*curve)
-    ax.plot(s, l, "--" if name == "ELECTRA" else "-", marker="o", ms=3,
+    seconds, losses = zip(*curve)
+    ax.plot(seconds, losses, "--" if name == "ELECTRA" else "-", marker="o", ms=3,
             label=f"{name} ({steps} steps)" + (", its generator" if name == "ELECTRA" else ""))
 ax.axhline(unigram, color="grey", ls=":", label="token frequencies")
 ax.set(xlabel="CPU seconds of training", ylabel="held-out masked-LM loss",

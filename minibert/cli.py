@@ -22,7 +22,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "tokenize": ("minibert.commands.tokenize", "show the WordPiece pieces and ids of a text"),
     "embed": ("minibert.commands.embed", "sentence embeddings (mean pooling) as JSON or .npy"),
     "similarity": ("minibert.commands.similarity", "cosine similarity of two sentences"),
-    "finetune": ("minibert.commands.finetune", "fine-tune a text classifier, a word tagger (NER) or an extractive QA model"),
+    "finetune": ("minibert.commands.finetune",
+                 "fine-tune a text classifier, a word tagger (NER) or an extractive QA model"),
     "predict": ("minibert.commands.predict", "classify texts, tag words or answer questions with a fine-tuned model"),
     "attention": ("minibert.commands.attention", "draw attention maps (PNG) or an interactive HTML view"),
     "plot": ("minibert.commands.plot", "plot training curves of a run folder"),
@@ -57,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
         module.add_arguments(subparsers[name])
     args = parser.parse_args(argv)
     args.argv = list(argv)  # the command as typed: `minibert pretrain --procs N` starts its ranks with it
-    from minibert.training.distributed import EXPECTED_ERRORS  # (reported in one line, as the ranks report them)
+    from minibert.training.rank_checks import EXPECTED_ERRORS  # (reported in one line, as the ranks report them)
     try:
         from minibert.layers.activations import numba_gelu_loop, numba_setting
         if numba_setting() == "on":  # a bad MINIBERT_NUMBA, or =1 without a working numba, fails before any work
@@ -66,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.flush()  # (here, so that a closed pipe is met below and not at exit)
         return code
     except BrokenPipeError:  # the reader of our output stopped reading (`minibert params | head`)
-        from minibert.training.distributed import closed_pipe_status
+        from minibert.training.rank_checks import closed_pipe_status
         return closed_pipe_status()
     except EXPECTED_ERRORS as e:
         # Bad input, a path that cannot be written, or a missing optional package: one clear line, no traceback

@@ -11,7 +11,7 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -29,11 +29,15 @@ SUPPORTED_ACTIVATIONS = tuple(ACTIVATIONS)  # gelu (exact erf), gelu_new / gelu_
 #                          as they are, no renaming); the config may have an embedding_size
 #   distilbert             BERT's post-LN body without token types, pooler or the dropout after the attention
 #                          output; its config.json has other field names, so it is a DistilBertConfig
-#                          (distilbert_config.py), its models read BERT's names through a view (models/distilbert.py)
+#                          (below), its models read BERT's names through a view (models/distilbert.py)
 #   deberta-v2             post-LN layers whose attention adds relative-position terms (disentangled attention),
 #                          embeddings without absolute positions; its config.json has more fields, so it is a
 #                          DebertaV2Config (deberta_config.py), its models keep Hugging Face's names (models/deberta.py)
 MODEL_TYPES = ("bert", "roberta", "roberta-prelayernorm", "albert", "electra", "distilbert", "deberta-v2")
+
+# model_type -> the BertConfig subclass that reads and writes that family's config.json. A subclass names the
+# family it holds (`family_model_type`) and registers itself here, so this module imports none of them.
+CONFIG_CLASSES: dict[str, type] = {}
 
 # name -> (num_hidden_layers, hidden_size, num_attention_heads, intermediate_size, vocab_size, max_position_embeddings)
 PRESETS: dict[str, tuple[int, int, int, int, int, int]] = {
@@ -106,6 +110,11 @@ class BertConfig:
     # Keys of config.json that are not fields above (architectures, id2label, torch_dtype, ...): kept so that a
     # loaded config saves back without losing them.
     extra: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "family_model_type" in cls.__dict__:
+            CONFIG_CLASSES[cls.family_model_type] = cls
 
     def __post_init__(self) -> None:
         self.validate()
@@ -231,9 +240,8 @@ class BertConfig:
         values: dict[str, Any] = dict(num_hidden_layers=layers, hidden_size=hidden, num_attention_heads=heads,
                                       intermediate_size=ffn, vocab_size=vocab, max_position_embeddings=positions)
         values.update(overrides)
-        if values.get("model_type") == "deberta-v2" and cls is BertConfig:
-            from minibert.deberta_config import DebertaV2Config
-            cls = DebertaV2Config
+        if cls is BertConfig:
+            cls = CONFIG_CLASSES.get(values.get("model_type"), cls)
         return cls(**values)
 
     # ---------------------------------------------------------------- config.json
@@ -243,12 +251,8 @@ class BertConfig:
         `to_dict()`: `BertConfig.from_dict(hf_config.to_dict())`). Keys that are not fields (architectures,
         id2label, ...) are kept in `extra` and written back by to_dict. model_type "distilbert" gives a
         DistilBertConfig. Bad values are one ValueError that starts with `source` (the file's path)."""
-        if d.get("model_type") == "distilbert" and cls is BertConfig:  # same encoder, other field names
-            from minibert.distilbert_config import DistilBertConfig
-            return DistilBertConfig.from_dict(d, source)
-        if d.get("model_type") == "deberta-v2" and cls is BertConfig:  # same encoder, more fields
-            from minibert.deberta_config import DebertaV2Config
-            return DebertaV2Config.from_dict(d, source)
+        if cls is BertConfig and d.get("model_type") in CONFIG_CLASSES:  # same encoder, other or more fields
+            return CONFIG_CLASSES[d["model_type"]].from_dict(d, source)
         if d.get("model_type", "bert") not in MODEL_TYPES:
             raise ValueError(f"{source}: model_type is {d.get('model_type')!r}, expected one of "
                              f"{', '.join(MODEL_TYPES)}")
@@ -305,3 +309,89 @@ class BertConfig:
         os.replace(tmp, path)
 
     save_pretrained = to_json_file
+
+
+# ---------------------------------------------------------------------------------------------------- DistilBERT
+# DistilBertConfig: a BertConfig that reads and writes Hugging Face's DistilBERT config.json.
+#
+# DistilBERT (Sanh et al. 2019) is BERT's post-LN encoder without token-type embeddings and without a pooler,
+# so minibert runs it on the same encoder; only the config's field names differ:
+#
+#     DistilBERT config.json      minibert (BertConfig) field
+#     dim                         hidden_size
+#     n_layers                    num_hidden_layers
+#     n_heads                     num_attention_heads
+#     hidden_dim                  intermediate_size
+#     dropout                     hidden_dropout_prob
+#     attention_dropout           attention_probs_dropout_prob
+#     activation                  hidden_act
+#
+# Hugging Face's DistilBERT hard-codes LayerNorm's eps at 1e-12 and has no dropout after the attention's output
+# projection (`out_lin`); `attention_output_dropout = False` tells the encoder layer so.
+DISTILBERT_FIELDS = {
+    "dim": "hidden_size", "n_layers": "num_hidden_layers", "n_heads": "num_attention_heads",
+    "hidden_dim": "intermediate_size", "dropout": "hidden_dropout_prob",
+    "attention_dropout": "attention_probs_dropout_prob", "activation": "hidden_act",
+}
+SHARED_FIELDS = ("vocab_size", "max_position_embeddings", "initializer_range", "pad_token_id")
+LAYER_NORM_EPS = 1e-12  # fixed in transformers' DistilBERT
+
+
+@dataclass
+class DistilBertConfig(BertConfig):
+    type_vocab_size: int = 1  # DistilBERT has no token types; kept for the shared input checks
+    model_type: ClassVar[str] = "distilbert"
+    family_model_type: ClassVar[str] = "distilbert"  # BertConfig.from_dict gives this class for that model_type
+    attention_output_dropout: ClassVar[bool] = False
+    has_token_types: ClassVar[bool] = False
+
+    def __post_init__(self) -> None:
+        # transformers' defaults for the task heads' dropout (config.json keys without a BertConfig field)
+        self.extra.setdefault("seq_classif_dropout", 0.2)
+        self.extra.setdefault("qa_dropout", 0.1)
+        super().__post_init__()
+
+    def validate(self) -> None:
+        super().validate()
+        if self.layer_norm_eps != LAYER_NORM_EPS:
+            raise ValueError(f"DistilBertConfig.layer_norm_eps must be {LAYER_NORM_EPS} (transformers' DistilBERT "
+                             f"fixes it), got {self.layer_norm_eps!r}")
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any], source: str = "config") -> "DistilBertConfig":
+        """A config from DistilBERT's config.json dict (dim, n_layers, ...; or a transformers DistilBertConfig's
+        `to_dict()`), fields renamed to BertConfig's (the table at the top); other keys kept in `extra`."""
+        if d.get("model_type") != "distilbert":
+            raise ValueError(f"{source}: model_type is {d.get('model_type')!r}, expected 'distilbert'")
+        if d.get("sinusoidal_pos_embds"):
+            raise ValueError(f"{source}: sinusoidal_pos_embds is true; minibert supports DistilBERT with learned "
+                             f"position embeddings only")
+        known = {ours: d[theirs] for theirs, ours in DISTILBERT_FIELDS.items() if theirs in d}
+        known.update({k: d[k] for k in SHARED_FIELDS if k in d})
+        extra = {k: v for k, v in d.items() if k not in DISTILBERT_FIELDS and k not in SHARED_FIELDS}
+        try:
+            return cls(**known, extra=extra)
+        except (TypeError, ValueError) as e:
+            raise ValueError(f"{source}: {e}") from None
+
+    @classmethod
+    def from_bert(cls, config: BertConfig, **overrides: Any) -> "DistilBertConfig":
+        """The DistilBERT config of a BERT's encoder (same sizes), with `overrides` (num_hidden_layers, ...)."""
+        if config.layer_norm_eps != LAYER_NORM_EPS:
+            raise ValueError(f"the teacher's layer_norm_eps is {config.layer_norm_eps!r}; a DistilBERT student "
+                             f"needs {LAYER_NORM_EPS} (transformers' DistilBERT fixes it)")
+        names = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size",
+                 "hidden_act", "hidden_dropout_prob", "attention_probs_dropout_prob", "max_position_embeddings",
+                 "initializer_range", "pad_token_id")
+        values = {name: getattr(config, name) for name in names}
+        values.update(overrides)
+        return cls(**values)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The config.json dict under DistilBERT's field names (what transformers' DistilBertConfig reads)."""
+        d = {k: v for k, v in self.extra.items() if k not in ("position_embedding_type", "type_vocab_size")}
+        d.update({theirs: getattr(self, ours) for theirs, ours in DISTILBERT_FIELDS.items()})
+        d.update({k: getattr(self, k) for k in SHARED_FIELDS})
+        d["model_type"] = "distilbert"
+        d["sinusoidal_pos_embds"] = False
+        return d

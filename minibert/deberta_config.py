@@ -58,6 +58,7 @@ class DebertaV2Config(BertConfig):
     pooler_hidden_act: str = "gelu"
     pooler_dropout: float = 0.0
     relative_positions: ClassVar[bool] = True  # marks the config that BertConfig.validate asks for
+    family_model_type: ClassVar[str] = "deberta-v2"  # BertConfig.from_dict and .preset give this class for it
 
     # config.json options of transformers' DeBERTa that minibert does not build: key -> (value meaning "off",
     # the end of the one-line refusal)

@@ -39,8 +39,8 @@ class FillMask:
         an error about `path` names `option` when given (the command's "--model")."""
         from minibert.models import BertForMaskedLM, BertForPreTraining
         from minibert.tokenizer import WordPieceTokenizer
-        from minibert.training.run_dir import resolve_model_dir
-        folder = resolve_model_dir(path, option)
+        from minibert.io.model_folder import resolve_model_folder
+        folder = resolve_model_folder(path, option)
         tokenizer_folder = folder
         if not _has_mlm_head(folder) and (folder / "generator" / "config.json").is_file():
             folder = folder / "generator"  # ELECTRA: the discriminator has no MLM head, its generator has one

@@ -25,7 +25,8 @@ def add_arguments(parser):
                         help="save the embeddings as a NumPy .npy array (N, H) instead of printing JSON")
     parser.add_argument("--batch-size", type=int, default=32, help="texts per forward pass (default 32)")
     parser.add_argument("--workers", type=int, default=None,
-                        help="batches run at once, each on its own thread and core (default: the cores, at most 4; 1 when OPENBLAS_NUM_THREADS=1); each holds its own activations, so memory grows with it")
+                        help="batches run at once, each on its own thread and core (default: the cores, at most 4; "
+                             "1 when OPENBLAS_NUM_THREADS=1); each holds its own activations, so memory grows with it")
     parser.add_argument("--max-length", type=int, default=None,
                         help="truncate texts to this many tokens (default: the model's, 256 for MiniLM)")
     parser.add_argument("--no-normalize", dest="normalize", action="store_false",
@@ -71,7 +72,7 @@ def checked_model_folder(args) -> Path:
     from minibert.io.model_folder import resolve_model_folder
     folder = resolve_model_folder(args.model, "--model")
     if args.max_length is not None:
-        from minibert.commands.predict import checked_max_length
+        from minibert.commands.finetune_setup import checked_max_length
         from minibert.config import BertConfig
         checked_max_length(args, BertConfig.from_json_file(folder / "config.json"), default=args.max_length,
                            minimum=2)

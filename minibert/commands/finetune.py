@@ -15,8 +15,8 @@ import time
 from pathlib import Path
 
 from minibert._plural import counted
+from minibert.commands.finetune_setup import DEFAULT_MAX_LENGTH
 
-DEFAULT_MAX_LENGTH = 128
 FEW_STEPS = 300  # below this many optimizer steps, fine-tuning from a general model often stays at the majority class
 
 
@@ -171,26 +171,6 @@ def _prepare_data(args, log):
     return train, eval_, test, label_names, source
 
 
-def _out_path(args) -> Path:
-    """--out, or runs/finetune-<task or training file name>."""
-    return Path(args.out) if args.out else Path("runs") / f"finetune-{args.task or Path(args.train).stem}"
-
-
-def _out_dir(args) -> Path:
-    """The output folder, checked before any work: a folder (or nothing yet) where every file a run writes can be
-    written, and without a model unless --overwrite."""
-    from minibert.commands.finetune_setup import REPORTS
-    from minibert.finetune.loading import SAVED_FILES
-    from minibert.io.atomic import check_folder_path, check_output_file
-    out = _out_path(args)
-    check_folder_path(out, "--out")  # (a file in the way: named as --out was given)
-    for name in SAVED_FILES + REPORTS:  # no permission there, or a folder of that name: now, not after training
-        check_output_file(out / name, "--out")
-    if (out / "model.safetensors").exists() and not args.overwrite:
-        raise FileExistsError(f"--out {out}: already holds a model; choose another --out or add --overwrite")
-    return out
-
-
 def _baseline_only(args, train, eval_, test, label_names, source, out, started, log) -> int:
     from minibert.finetune.baseline import tfidf_baseline
     from minibert.finetune.metrics import format_report
@@ -229,8 +209,8 @@ def _run_sequence(args, comm) -> int:
     from minibert.finetune.metrics import format_report
     from minibert.finetune.plots import save_confusion_matrix
     from minibert.finetune.train import encode_examples, evaluate, evaluation, train_classifier
-    from minibert.commands.finetune_setup import (apply_dropout, best_model_saver, load_checked_tokenizer, make_log,
-                                                  max_length_line, setup_training, splits_of_this_rank)
+    from minibert.commands.finetune_setup import (_out_dir, apply_dropout, best_model_saver, load_checked_tokenizer,
+                                                  make_log, max_length_line, setup_training, splits_of_this_rank)
 
     started = time.perf_counter()
 

@@ -1,5 +1,6 @@
 """What every kind of fine-tuning run (sequence, tokens, qa) does the same way around its own data and head:
-check the model folder and settings, load the tokenizer, hold out an eval split, log, and write metrics.json.
+check the model folder and settings, load the tokenizer, hold out an eval split, log, and write metrics.json;
+and the --max-length check that `minibert predict` (and its qa and tokens variants) shares.
 """
 
 from __future__ import annotations
@@ -8,9 +9,11 @@ import json
 import sys
 import time
 import warnings
+from pathlib import Path
 
 import numpy as np
 
+DEFAULT_MAX_LENGTH = 128
 DEFAULT_SELECT = {"sequence": "accuracy", "tokens": "f1", "qa": "f1"}
 TASK_METRICS = {"sequence": ("accuracy", "macro_f1"), "tokens": ("f1", "token_accuracy"), "qa": ("f1", "exact_match")}
 
@@ -24,7 +27,6 @@ MIN_MAX_LENGTH = {"sequence": (3, "[CLS] text [SEP]"), "pairs": (5, "[CLS] text 
 def setup_training(args, task_type):
     """Every model-side check of a fine-tuning run, before anything is loaded: the model folder, --max-length,
     the training settings, --dropout and --out. Returns (checkpoint, tokenizer folder, config, settings, out)."""
-    from minibert.commands.finetune import _out_dir
     from minibert.config import BertConfig
     from minibert.finetune.model_source import resolve_model
     from minibert.finetune.train import Settings
@@ -60,7 +62,6 @@ def default_max_length(config, checkpoint, task_type) -> tuple[int, str]:
     """(max length, where it comes from) of a run without --max-length: the length the starting model was
     fine-tuned with for the same task type (loading.recorded_max_length, `minibert predict`'s default too), else
     DEFAULT_MAX_LENGTH (384 for qa); never more than the model's positions."""
-    from minibert.commands.finetune import DEFAULT_MAX_LENGTH
     from minibert.finetune.loading import recorded_max_length
     recorded = recorded_max_length(config, task_type)
     if recorded:
@@ -78,7 +79,42 @@ def max_length_line(args, config, checkpoint, settings, task_type) -> str:
     return f"max length: {settings.max_length} tokens per example ({origin})"
 
 
+def checked_max_length(args, config, default: int, minimum: int, task_type: str | None = None) -> int:
+    """--max-length, or the length the model was fine-tuned with for `task_type` (loading.recorded_max_length;
+    None: no such default), or for a folder without that record `default`, cut to the model's positions; between
+    `minimum` and the limit of the model's config (a BertConfig: checked before the weights load). Predicting at
+    the fine-tuning's length reads every text as training and the reported scores did."""
+    from minibert.finetune.loading import recorded_max_length
+
+    limit = config.max_tokens
+    default = recorded_max_length(config, task_type) or default
+    max_length = args.max_length if args.max_length is not None else min(default, limit)
+    if not minimum <= max_length <= limit:
+        raise ValueError(f"--max-length {max_length} must be between {minimum} and the model's "
+                         f"max_position_embeddings ({limit})")
+    return max_length
+
+
 REPORTS = ("metrics.json", "confusion_matrix.png", "baseline_metrics.json")  # what runs write beside the model
+
+
+def _out_path(args) -> Path:
+    """--out, or runs/finetune-<task or training file name>."""
+    return Path(args.out) if args.out else Path("runs") / f"finetune-{args.task or Path(args.train).stem}"
+
+
+def _out_dir(args) -> Path:
+    """The output folder, checked before any work: a folder (or nothing yet) where every file a run writes can be
+    written, and without a model unless --overwrite."""
+    from minibert.finetune.loading import SAVED_FILES
+    from minibert.io.atomic import check_folder_path, check_output_file
+    out = _out_path(args)
+    check_folder_path(out, "--out")  # (a file in the way: named as --out was given)
+    for name in SAVED_FILES + REPORTS:  # no permission there, or a folder of that name: now, not after training
+        check_output_file(out / name, "--out")
+    if (out / "model.safetensors").exists() and not args.overwrite:
+        raise FileExistsError(f"--out {out}: already holds a model; choose another --out or add --overwrite")
+    return out
 
 
 def best_model_saver(args, out, tokenizer, comm, record: dict):

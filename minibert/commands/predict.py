@@ -15,6 +15,8 @@ import json
 import sys
 from pathlib import Path
 
+from minibert.commands.finetune_setup import checked_max_length
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
@@ -45,7 +47,8 @@ scores of one question's answers compare, those of different questions do not)."
     parser.add_argument("--json", action="store_true", help="stdout as JSON lines instead of a table")
     parser.add_argument("--batch-size", type=int, default=32, help="texts per forward pass (default 32)")
     parser.add_argument("--workers", type=int, default=None,
-                        help="batches run at once, each on its own thread and core (default: the cores, at most 4; 1 when OPENBLAS_NUM_THREADS=1); each holds its own activations, so memory grows with it")
+                        help="batches run at once, each on its own thread and core (default: the cores, at most 4; "
+                             "1 when OPENBLAS_NUM_THREADS=1); each holds its own activations, so memory grows with it")
     parser.add_argument("--max-length", type=int, default=None,
                         help="tokens per text, longer ones truncated (default: the length the model was fine-tuned "
                              "with, which 'minibert finetune' records in its config.json; for a folder without that "
@@ -97,22 +100,6 @@ def _write_table(records, label_names, delimiter) -> str:
 
 def _write_jsonl(records) -> str:
     return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
-
-
-def checked_max_length(args, config, default: int, minimum: int, task_type: str | None = None) -> int:
-    """--max-length, or the length the model was fine-tuned with for `task_type` (loading.recorded_max_length;
-    None: no such default), or for a folder without that record `default`, cut to the model's positions; between
-    `minimum` and the limit of the model's config (a BertConfig: checked before the weights load). Predicting at
-    the fine-tuning's length reads every text as training and the reported scores did."""
-    from minibert.finetune.loading import recorded_max_length
-
-    limit = config.max_tokens
-    default = recorded_max_length(config, task_type) or default
-    max_length = args.max_length if args.max_length is not None else min(default, limit)
-    if not minimum <= max_length <= limit:
-        raise ValueError(f"--max-length {max_length} must be between {minimum} and the model's "
-                         f"max_position_embeddings ({limit})")
-    return max_length
 
 
 def _pairs_note(args, config, pairs: bool) -> str | None:

@@ -10,7 +10,7 @@ import sys
 
 
 def run_answer(args, checkpoint, tokenizer_dir, config) -> int:
-    from minibert.commands.predict import checked_max_length
+    from minibert.commands.finetune_setup import checked_max_length
     from minibert.finetune.loading import finetuning_record, load_classifier, load_tokenizer
     from minibert.finetune.qa_features import default_doc_stride, windows_of
     from minibert.finetune.qa_predict import DEFAULT_MAX_ANSWER_LENGTH, answer_questions

@@ -9,7 +9,7 @@ import sys
 
 def run_tag(args, checkpoint, tokenizer_dir, config, texts: list[str]) -> int:
     from minibert.commands.finetune_setup import MIN_MAX_LENGTH
-    from minibert.commands.predict import checked_max_length
+    from minibert.commands.finetune_setup import checked_max_length
     from minibert.finetune.loading import load_classifier, load_tokenizer
     from minibert.finetune.tag_text import tag_texts
     from minibert.io.atomic import atomic_write_text

@@ -30,7 +30,8 @@ def add_arguments(parser: argparse.ArgumentParser, defaults: PretrainSettings | 
     data.add_argument("--corpus", nargs="+", metavar="CORPUS", default=None,
                       help=f"'wiki' (Wikipedia summaries), 'ptb' (Penn Treebank), or text/.jsonl/.gz files and "
                            f"folders (one sentence per line, blank line between documents) [{' '.join(D.corpus)}]")
-    data.add_argument("--text-field", metavar="FIELD", default=None, help=f"JSONL field holding the text [{D.text_field}]")
+    data.add_argument("--text-field", metavar="FIELD", default=None,
+                      help=f"JSONL field holding the text [{D.text_field}]")
     data.add_argument("--tokenizer", metavar="DIR", default=None,
                       help="a tokenizer folder (vocab.txt); default: train one on the corpus (cached)")
     data.add_argument("--vocab-size", type=int, metavar="N", default=None,
@@ -49,8 +50,8 @@ def add_arguments(parser: argparse.ArgumentParser, defaults: PretrainSettings | 
     model.add_argument("--objective", choices=OBJECTIVES, default=None,
                        help=f"mlm: RoBERTa-style full sentences; mlm+sop: ALBERT's sentence-order prediction "
                             f"(two consecutive segments, swapped half the time); mlm+nsp: BERT's sentence pairs with "
-                            f"next-sentence prediction; electra: a small generator fills the masks, the model learns to "
-                            f"spot the replaced tokens (docs/descendants.md) [{D.objective}]")
+                            f"next-sentence prediction; electra: a small generator fills the masks, the model learns "
+                            f"to spot the replaced tokens (docs/descendants.md) [{D.objective}]")
     model.add_argument("--generator-size", type=float, metavar="X", default=None,
                        help=f"electra: the generator's hidden size as a share of the model's [{D.generator_size}]")
     model.add_argument("--dropout", type=float, metavar="X", default=None,
@@ -74,7 +75,8 @@ def add_arguments(parser: argparse.ArgumentParser, defaults: PretrainSettings | 
                        help=f"mlm+nsp, mlm+sop: share of shorter sequences [{D.short_seq_prob}]")
 
     opt = parser.add_argument_group("optimisation")
-    opt.add_argument("--steps", type=int, metavar="N", default=None, help="optimizer steps (default: as many as fit in --minutes)")
+    opt.add_argument("--steps", type=int, metavar="N", default=None,
+                     help="optimizer steps (default: as many as fit in --minutes)")
     opt.add_argument("--minutes", type=float, metavar="X", default=None,
                      help=f"training time budget when --steps is not given [{D.minutes:g}]")
     opt.add_argument("--batch-size", type=int, metavar="N", default=None, help=f"sequences per batch [{D.batch_size}]")
@@ -87,13 +89,15 @@ def add_arguments(parser: argparse.ArgumentParser, defaults: PretrainSettings | 
     opt.add_argument("--lr", type=float, metavar="X", default=None, help=f"peak learning rate [{D.lr:g}]")
     opt.add_argument("--warmup", type=float, metavar="X", default=None,
                      help=f"warmup as a fraction of the steps, then linear decay to 0 [{D.warmup}]")
-    opt.add_argument("--weight-decay", type=float, metavar="X", default=None, help=f"AdamW weight decay [{D.weight_decay}]")
+    opt.add_argument("--weight-decay", type=float, metavar="X", default=None,
+                     help=f"AdamW weight decay [{D.weight_decay}]")
     opt.add_argument("--beta2", type=float, metavar="X", default=None,
                      help=f"AdamW's second-moment decay (the first is {D.betas[0]}) [{D.betas[1]}]")
     opt.add_argument("--output-bias", choices=OUTPUT_BIAS_INITS, default=None,
                      help=f"MLM output bias at the start: zero (BERT), or the log frequency of each token in the "
                           f"training text (the model starts at the unigram stage) [{D.output_bias}]")
-    opt.add_argument("--clip", type=float, metavar="X", default=None, help=f"gradient-norm clipping, 0 = off [{D.clip}]")
+    opt.add_argument("--clip", type=float, metavar="X", default=None,
+                     help=f"gradient-norm clipping, 0 = off [{D.clip}]")
     opt.add_argument("--seed", type=int, metavar="N", default=None, help=f"random seed [{D.seed}]")
 
     from minibert.training.procs import add_procs_argument
@@ -102,9 +106,12 @@ def add_arguments(parser: argparse.ArgumentParser, defaults: PretrainSettings | 
     run = parser.add_argument_group("run folder")
     run.add_argument("--name", metavar="NAME", default=None, help="run folder name [<config>-<corpus>-<date>-<time>]")
     run.add_argument("--runs-dir", metavar="DIR", default=None, help=f"where run folders go [{D.runs_dir}]")
-    run.add_argument("--log-every", type=int, metavar="N", default=None, help=f"steps per metrics.jsonl train line [{D.log_every}]")
-    run.add_argument("--eval-every", type=int, metavar="N", default=None, help="steps between evaluations [about 10 per run]")
-    run.add_argument("--save-every", type=int, metavar="N", default=None, help="steps between checkpoints [about 4 per run]")
+    run.add_argument("--log-every", type=int, metavar="N", default=None,
+                     help=f"steps per metrics.jsonl train line [{D.log_every}]")
+    run.add_argument("--eval-every", type=int, metavar="N", default=None,
+                     help="steps between evaluations [about 10 per run]")
+    run.add_argument("--save-every", type=int, metavar="N", default=None,
+                     help="steps between checkpoints [about 4 per run]")
     run.add_argument("--keep-checkpoints", type=int, metavar="N", default=None,
                      help=f"how many checkpoints to keep, 0 = all [{D.keep_checkpoints}]")
     run.add_argument("--resume", metavar="RUN_DIR", default=None,
@@ -239,7 +246,8 @@ def done_line(summary: dict) -> str:
     if not session:
         return f"done: {counted(summary['steps'], 'step')} in {_duration(summary['wall_seconds'])} ({times})"
     return (f"done: {counted(summary['steps'], 'step')}; this session: {counted(session['steps'], 'step')} "
-            f"(resumed at step {session['resumed_at_step']:,}) in {_duration(summary['wall_seconds'])} (data preparation "
+            f"(resumed at step {session['resumed_at_step']:,}) in {_duration(summary['wall_seconds'])} "
+            f"(data preparation "
             f"{_duration(summary['prepare_seconds'])}, training {_duration(session['train_seconds'])}, "
             f"{session['tokens_per_s']:,.0f} tokens/s); the whole run: training {_duration(summary['train_seconds'])}, "
             f"{summary['tokens_per_s']:,.0f} tokens/s")

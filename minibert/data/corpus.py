@@ -22,6 +22,7 @@ import numpy as np
 
 from minibert.data import builtin
 from minibert.data.sentences import split_sentences
+from minibert.tokenizer.vocab_io import jsonl_text
 
 BUILTIN_CORPORA = ("wiki", "ptb")
 TEXT_SUFFIXES = (".txt", ".text", ".jsonl")
@@ -136,22 +137,6 @@ def _read_text(lines) -> list[list[str]]:
     if current:
         documents.append(current)
     return documents
-
-
-def jsonl_text(line: str, number: int, path: Path, text_field: str) -> str:
-    """The `text_field` string of one JSONL record (line `number` of `path`), or a one-line error saying what is
-    wrong with it. pretrain's reader and train-tokenizer's (tokenizer/vocab_io.py) share it."""
-    try:
-        record = json.loads(line)
-    except json.JSONDecodeError as e:
-        raise ValueError(f"{path}, line {number}: not valid JSON ({e.msg})") from None
-    if not isinstance(record, dict) or text_field not in record:
-        raise ValueError(f"{path}, line {number}: expected a JSON object with a {text_field!r} field "
-                         f"(choose the field with --text-field)")
-    text = record[text_field]
-    if not isinstance(text, str):
-        raise ValueError(f"{path}, line {number}: field {text_field!r} must be a string, got {type(text).__name__}")
-    return text
 
 
 def _read_jsonl(lines, path: Path, text_field: str) -> list[list[str]]:

@@ -65,8 +65,8 @@ def span_chars(offsets, s, e, context: str | None = None) -> tuple[int, int]:
     return (a, b) if context is None else word_span(context, a, b)
 
 
-def answer_questions(model, examples, windows, pad_id, max_answer_length=DEFAULT_MAX_ANSWER_LENGTH, allow_null=False, k=1,
-                     batch_size=64, progress=False, desc="answering", workers: int | None = None,
+def answer_questions(model, examples, windows, pad_id, max_answer_length=DEFAULT_MAX_ANSWER_LENGTH, allow_null=False,
+                     k=1, batch_size=64, progress=False, desc="answering", workers: int | None = None,
                      align_to_words=False):
     """Per example: {"answers": [{"text", "start", "end", "score"}] (k best, best first), "null_score", "text"
     (the prediction: "" for no answer when allowed and better)}, and the mean loss of windows with positions.

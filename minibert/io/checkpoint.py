@@ -29,7 +29,7 @@ from minibert.config import BertConfig
 from minibert.io.atomic import atomic_write_text
 from minibert.io.families import architecture, from_hf_name, to_hf_name
 from minibert.io.safetensors_io import load_safetensors, read_safetensors_header, save_safetensors
-from minibert.models.bert import bert_param_shapes
+from minibert.param_shapes import bert_param_shapes, check_dtype
 
 CONFIG_NAME = "config.json"
 WEIGHTS_NAME = "model.safetensors"
@@ -59,8 +59,7 @@ def load_pretrained(cls, path, dtype=np.float32, **kwargs):
     read.
     """
     from minibert.io.model_folder import resolve_model_folder
-    from minibert.models.base import _check_dtype
-    dtype = _check_dtype(dtype)  # before anything is read
+    dtype = check_dtype(dtype)  # before anything is read
     folder = resolve_model_folder(path, option=None)
     config = BertConfig.from_json_file(folder / CONFIG_NAME)
     # BERT's classes load every family that keeps BERT's names (roberta, albert, electra bodies: io/families.py);

@@ -4,11 +4,11 @@ X may be
 - a model folder: it holds config.json (a checkpoint, a Hugging Face folder): itself;
 - a run folder of `pretrain` or `distill` (it holds checkpoints/): its latest checkpoint;
 - a checkpoints folder (RUN/checkpoints, or any folder holding a `latest` file): its latest checkpoint;
-- "minilm", in any case: the built-in all-MiniLM-L6-v2 (minibert.data.builtin.minilm_dir), unless a model or
+- "minilm", in any case: the built-in all-MiniLM-L6-v2 (minibert.io.builtin.minilm_dir), unless a model or
   run folder of that name is in the current folder: a path the user can see wins over the built-in, and a folder
   that could not be loaded anyway (say, one of plots named minilm) does not hide the built-in.
 The latest checkpoint is the sub-folder the `latest` file names, else the highest-numbered one (step-000500,
-Hugging Face's checkpoint-500): run_dir.newest_checkpoint, the rule training's resume follows too, except that resume
+Hugging Face's checkpoint-500): newest_checkpoint, the rule training's resume follows too, except that resume
 knows only step-N folders (a run folder holding other numbered folders could resume from another one).
 Half-written folders (hidden names: checkpointing.py writes .step-N.<pid>.<hex>.tmp first) never count.
 
@@ -23,7 +23,7 @@ import os
 import re
 from pathlib import Path
 
-from minibert.training.run_dir import CHECKPOINTS, LATEST, newest_checkpoint
+from minibert.io import builtin
 
 CONFIG = "config.json"
 VOCAB = "vocab.txt"
@@ -31,6 +31,10 @@ TOKENIZER_FILES = (VOCAB, "tokenizer.json")  # either makes a folder a tokenizer
 BUILTIN_MODELS = ("minilm",)  # names accepted in place of a folder
 EXPECTED = "expected a model folder with config.json, a run folder with checkpoints/, or 'minilm'"
 EXPECTED_TOKENIZER = "expected a folder with vocab.txt, a vocab.txt file, a run folder, or 'minilm'"
+# A run folder's checkpoints (training/run_dir.py writes them; every command reads them through this module)
+CHECKPOINTS = "checkpoints"
+LATEST = "latest"
+STEP_FOLDER = re.compile(r"step-(\d+)")  # minibert's own checkpoint folders: all resume takes
 
 
 def resolve_model_folder(value: str | os.PathLike, option: str | None = "--model") -> Path:
@@ -118,9 +122,8 @@ def _means_builtin(value, usable_as_path) -> bool:
 
 
 def _builtin(value, option: str | None) -> Path:
-    from minibert.data.builtin import minilm_dir
     try:
-        return minilm_dir()
+        return builtin.minilm_dir()
     except FileNotFoundError as e:  # the pip package is missing: say which option asked for it
         raise FileNotFoundError(f"{_named(option, value)}: {e}") from None
 
@@ -135,3 +138,19 @@ def _is_tokenizer(path: Path) -> bool:
 
 def _named(option: str | None, value) -> str:
     return f"{option} {value}" if option else str(value)
+
+
+def newest_checkpoint(checkpoints: Path, numbered: re.Pattern = STEP_FOLDER) -> Path | None:
+    """The checkpoint the `latest` file in `checkpoints` names if it is complete (has config.json), else the
+    highest-numbered complete folder whose whole name `numbered` matches (its group 1: the number); None if there
+    is none. (A `latest` naming a deleted folder falls back: resume takes the newest checkpoint that is left.)"""
+    if not checkpoints.is_dir():
+        return None
+    pointer = checkpoints / LATEST
+    if pointer.is_file():
+        name = pointer.read_text(encoding="utf-8").strip()
+        if name and (checkpoints / name / "config.json").is_file():
+            return checkpoints / name
+    found = [(int(m.group(1)), d.name) for d in checkpoints.iterdir()
+             if (m := numbered.fullmatch(d.name)) and (d / "config.json").is_file()]
+    return checkpoints / max(found)[1] if found else None

@@ -143,8 +143,8 @@ def save_safetensors(tensors: dict[str, np.ndarray], path: str | os.PathLike,
     """Write `tensors` to `path` atomically, every array made C-contiguous first.
 
     safetensors 0.8.0 writes the raw memory of a NumPy array in storage order, so a transposed (non-contiguous)
-    array would be saved with its values scrambled, without any error (https://github.com/huggingface/safetensors/issues/825). Copying into C
-    order is what makes the file right.
+    array would be saved with its values scrambled, without any error
+    (https://github.com/huggingface/safetensors/issues/825). Copying into C order is what makes the file right.
     """
     from safetensors.numpy import save_file
 

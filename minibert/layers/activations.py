@@ -20,11 +20,8 @@ import warnings
 
 import numpy as np
 
+from minibert.layers.gelu_constants import AS_A, AS_P, INV_SQRT_2PI, SQRT_2_OVER_PI, SQRT_HALF
 from minibert.layers.threads import for_row_blocks
-
-SQRT_HALF = 1.0 / math.sqrt(2.0)
-INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
-SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 
 _erf64 = None  # exact float64 erf, looked up on first use: importing scipy costs ~0.4 s at every start-up
 
@@ -39,9 +36,8 @@ def _exact_erf(z):
     return _erf64(z)
 
 
-# Abramowitz & Stegun 7.1.26: erfc(z) ~= (a1 t + a2 t^2 + a3 t^3 + a4 t^4 + a5 t^5) exp(-z^2), t = 1/(1 + p z), z >= 0
-AS_P = 0.3275911
-AS_A = (1.061405429, -1.453152027, 1.421413741, -0.284496736, 0.254829592)  # a5 .. a1, for Horner's rule
+# Abramowitz & Stegun 7.1.26 (its p and a1 .. a5: gelu_constants.py):
+# erfc(z) ~= (a1 t + a2 t^2 + a3 t^3 + a4 t^4 + a5 t^5) exp(-z^2), t = 1/(1 + p z), z >= 0
 
 
 def check_float(x, layer):

@@ -30,7 +30,7 @@ import numpy as np
 from numba import types
 from numba.extending import intrinsic
 
-from minibert.layers.activations import AS_A, AS_P, INV_SQRT_2PI, SQRT_HALF
+from minibert.layers.gelu_constants import AS_A, AS_P, INV_SQRT_2PI, SQRT_HALF
 
 F32 = np.float32
 A5, A4, A3, A2, A1 = (F32(a) for a in AS_A)

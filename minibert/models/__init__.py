@@ -5,5 +5,5 @@ from minibert.models.pretraining import BertForMaskedLM, BertForPreTraining
 from minibert.models.question_answering import BertForQuestionAnswering
 from minibert.models.token_classification import BertForTokenClassification
 
-__all__ = ["BertModel", "BertForSequenceClassification", "BertForPreTraining", "BertForMaskedLM", "BertForTokenClassification",
-           "BertForQuestionAnswering", "ModelOutput"]
+__all__ = ["BertModel", "BertForSequenceClassification", "BertForPreTraining", "BertForMaskedLM",
+           "BertForTokenClassification", "BertForQuestionAnswering", "ModelOutput"]

@@ -35,8 +35,8 @@ def model_class(config: BertConfig, kind: str):
 def load_body(folder, **kwargs):
     """The encoder of any BERT, DistilBERT or DeBERTa folder (its heads, if any, unused). add_pooling_layer applies
     to BERT only (DistilBERT and DeBERTa have no pooler). A run folder loads its latest checkpoint."""
-    from minibert.training.run_dir import resolve_model_dir
-    folder = resolve_model_dir(folder)
+    from minibert.io.model_folder import resolve_model_folder
+    folder = resolve_model_folder(folder, option=None)
     cls = model_class(BertConfig.from_json_file(Path(folder) / "config.json"), "body")
     if getattr(cls, "model_type", "bert") != "bert":
         kwargs.pop("add_pooling_layer", None)

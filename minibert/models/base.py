@@ -9,20 +9,10 @@ import numpy as np
 
 from minibert.config import BertConfig
 from minibert.flat import FlatArrays
+from minibert.io import checkpoint
 from minibert.models.init import init_param
 from minibert.optim import default_no_decay
-
-
-def _check_dtype(dtype):
-    """`dtype` as a NumPy dtype, float32 or float64 (the only ones minibert computes in); a one-line ValueError for
-    any other, including names NumPy does not know ("bfloat16")."""
-    try:
-        checked = np.dtype(dtype)
-    except TypeError:  # "data type 'bfloat16' not understood"
-        checked = None
-    if checked not in (np.float32, np.float64):
-        raise ValueError(f"dtype must be float32 or float64, got {repr(dtype) if checked is None else checked}")
-    return checked
+from minibert.param_shapes import check_dtype as _check_dtype
 
 
 def check_config_type(config, expected: type) -> None:
@@ -186,13 +176,11 @@ class Model:
     @classmethod
     def from_pretrained(cls, path, dtype=np.float32, **kwargs):
         """Load a Hugging Face BERT checkpoint folder (config.json + model.safetensors)."""
-        from minibert.io.checkpoint import load_pretrained
-        return load_pretrained(cls, path, dtype=dtype, **kwargs)
+        return checkpoint.load_pretrained(cls, path, dtype=dtype, **kwargs)
 
     def save_pretrained(self, path):
         """Write config.json and model.safetensors that transformers loads into the matching class."""
-        from minibert.io.checkpoint import save_pretrained
-        save_pretrained(self, path)
+        checkpoint.save_pretrained(self, path)
 
 
 @contextlib.contextmanager

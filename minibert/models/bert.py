@@ -18,80 +18,14 @@ import numpy as np
 
 from minibert.layers.disentangled_attention import relative_attention_backward, relative_attention_forward
 from minibert.layers.embedding import embedding_backward, embedding_forward, roberta_position_ids
-from minibert.layers.encoder_layer import encoder_layer_backward, encoder_layer_forward, layer_norm_names
+from minibert.layers.encoder_layer import encoder_layer_backward, encoder_layer_forward
 from minibert.layers.heads import pooler_backward, pooler_forward
 from minibert.layers.layernorm import layernorm_backward, layernorm_forward
 from minibert.layers.linear import linear_backward, linear_forward
 from minibert.models.base import Model, needs_forward
 from minibert.models.checks import check_inputs
 from minibert.models.outputs import ModelOutput
-
-
-def needs_projection(config):
-    """Factorised embeddings (ALBERT, ELECTRA): tables of width E != H, then a linear map E -> H."""
-    return config.embedding_width != config.hidden_size
-
-
-# The projection's name in each family that has one (Hugging Face's names); ELECTRA passes its own.
-PROJECTION_NAMES = {"albert": "encoder.embedding_hidden_mapping_in"}
-
-
-def _projection_name(config, project_name):
-    project_name = project_name or PROJECTION_NAMES.get(config.model_type)
-    if needs_projection(config) and not project_name:
-        raise ValueError(f"embedding_size {config.embedding_size} differs from hidden_size {config.hidden_size}, but "
-                         f"model_type {config.model_type!r} has no projection E -> H: only ALBERT's (model_type "
-                         f"albert) and ELECTRA's models have one; drop embedding_size or use one of those")
-    return project_name if needs_projection(config) else None
-
-
-def bert_param_shapes(config, prefix="", pooler=True, project_name=None):
-    """Name -> shape of every BertModel parameter, in Hugging Face's state-dict order.
-
-    With embedding_size E != hidden_size H the embedding tables are E wide and `{prefix}{project_name}` is the
-    E -> H projection (the family names it: ELECTRA "embeddings_project", ALBERT
-    "encoder.embedding_hidden_mapping_in")."""
-    H, F, E = config.hidden_size, config.intermediate_size, config.embedding_width
-    shapes = {
-        prefix + "embeddings.word_embeddings.weight": (config.vocab_size, E),
-        prefix + "embeddings.position_embeddings.weight": (config.max_position_embeddings, E),
-        prefix + "embeddings.token_type_embeddings.weight": (config.type_vocab_size, E),
-        prefix + "embeddings.LayerNorm.weight": (E,),
-        prefix + "embeddings.LayerNorm.bias": (E,),
-    }
-    project_name = _projection_name(config, project_name)
-    if project_name:
-        shapes[f"{prefix}{project_name}.weight"] = (H, E)
-        shapes[f"{prefix}{project_name}.bias"] = (H,)
-    ln1, ln2 = layer_norm_names(config)
-    for i in range(1 if config.shared_layers else config.num_hidden_layers):  # ALBERT: one set, used by all
-        p = f"{prefix}encoder.layer.{i}."
-        for name in ("attention.self.query", "attention.self.key", "attention.self.value", "attention.output.dense"):
-            shapes[p + name + ".weight"] = (H, H)
-            shapes[p + name + ".bias"] = (H,)
-        if ln1 == "attention.LayerNorm":  # pre-LN: before the attention, in Hugging Face's state-dict order
-            shapes[p + "attention.LayerNorm.weight"] = (H,)
-            shapes[p + "attention.LayerNorm.bias"] = (H,)
-        else:
-            shapes[p + "attention.output.LayerNorm.weight"] = (H,)
-            shapes[p + "attention.output.LayerNorm.bias"] = (H,)
-        if ln2 == "intermediate.LayerNorm":
-            shapes[p + "intermediate.LayerNorm.weight"] = (H,)
-            shapes[p + "intermediate.LayerNorm.bias"] = (H,)
-        shapes[p + "intermediate.dense.weight"] = (F, H)
-        shapes[p + "intermediate.dense.bias"] = (F,)
-        shapes[p + "output.dense.weight"] = (H, F)
-        shapes[p + "output.dense.bias"] = (H,)
-        if ln2 == "output.LayerNorm":
-            shapes[p + "output.LayerNorm.weight"] = (H,)
-            shapes[p + "output.LayerNorm.bias"] = (H,)
-    if config.layer_norm_position == "pre":  # RobertaPreLayerNorm's final LayerNorm, after the last layer
-        shapes[prefix + "LayerNorm.weight"] = (H,)
-        shapes[prefix + "LayerNorm.bias"] = (H,)
-    if pooler:
-        shapes[prefix + "pooler.dense.weight"] = (H, H)
-        shapes[prefix + "pooler.dense.bias"] = (H,)
-    return shapes
+from minibert.param_shapes import _projection_name, bert_param_shapes, needs_projection  # noqa: F401 (re-exported)
 
 
 class BertEncoder:
@@ -125,7 +59,8 @@ class BertEncoder:
         if attention_mask is not None and not attention_mask.all():
             # 0 where a token may be attended to, the most negative float at padding: after softmax, padded
             # keys get probability 0 (Hugging Face uses the same value).
-            additive_mask = ((1 - attention_mask[:, None, None, :]) * np.finfo(m.dtype).min).astype(m.dtype)  # (B, 1, 1, T)
+            # (B, 1, 1, T)
+            additive_mask = ((1 - attention_mask[:, None, None, :]) * np.finfo(m.dtype).min).astype(m.dtype)
 
         if rows is not None:
             if output_hidden_states:

@@ -8,6 +8,7 @@ be counted; a byte that is not UTF-8 is reported with the file name and its byte
 from __future__ import annotations
 
 import gzip
+import json
 import os
 import re
 import zlib
@@ -196,10 +197,26 @@ def _last_boundary(data: bytes, where, offset: int) -> int:
     return len(text[:len(text) - found.start()].encode("utf-8")) - 1
 
 
+def jsonl_text(line: str, number: int, path: Path, text_field: str) -> str:
+    """The `text_field` string of one JSONL record (line `number` of `path`), or a one-line error saying what is
+    wrong with it. pretrain's reader (data/corpus.py) and train-tokenizer's (below) share it."""
+    try:
+        record = json.loads(line)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{path}, line {number}: not valid JSON ({e.msg})") from None
+    if not isinstance(record, dict) or text_field not in record:
+        raise ValueError(f"{path}, line {number}: expected a JSON object with a {text_field!r} field "
+                         f"(choose the field with --text-field)")
+    text = record[text_field]
+    if not isinstance(text, str):
+        raise ValueError(f"{path}, line {number}: field {text_field!r} must be a string, got {type(text).__name__}")
+    return text
+
+
 def _jsonl_texts(f, path: Path, where, text_field: str, batch_bytes: int) -> Iterator[tuple[str, int]]:
     """The `text_field` strings of a JSONL file, read a line (a record) at a time, about batch_bytes together.
-    The errors are those of pretrain's reader (minibert/data/corpus.py jsonl_text)."""
-    from minibert.data.corpus import jsonl_text
+    The errors are those of pretrain's reader (minibert/data/corpus.py), which reads each record with jsonl_text
+    too."""
     batch: list[str] = []
     size = offset = 0
     for number, line in enumerate(f, 1):

@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass
 from statistics import median
 
 from minibert._malloc import release_freed_memory
+from minibert._plural import counted
 from minibert.optim import AdamW, clip_grad_norm
 from minibert.training.sharded import shard_bounds
 
@@ -27,6 +28,7 @@ EVALUATIONS_PER_RUN = 10
 CHECKPOINTS_PER_RUN = 4
 REPLAN_MIN_STEPS = 10      # steps between corrections, at least
 REPLAN_UNTIL = 0.9         # no corrections in the last 10% of the run
+BUDGET_OVERRUN = 1.15      # with --minutes, stop early if training takes this much longer than planned
 
 
 @dataclass
@@ -49,6 +51,44 @@ class Plan:
 
     def state_dict(self) -> dict:
         return asdict(self)
+
+
+class Budget:
+    """The clock of a run while it trains: its elapsed time (all sessions), with --minutes the step times that
+    correct the plan, and whether a fresh run runs so far over its time (BUDGET_OVERRUN) that it stops
+    early (a resumed session just finishes its steps)."""
+
+    def __init__(self, settings, resumed: bool, eval_seconds: float | None, elapsed_before: float = 0.0):
+        self.seconds = settings.minutes * 60 if settings.steps is None and not resumed else math.inf
+        self.eval_seconds, self.elapsed_before = eval_seconds, elapsed_before
+        self.start = time.perf_counter()
+        self.step_times = []  # since the last correction
+
+    def elapsed(self) -> float:
+        """Wall seconds of training (all sessions of the run), for metrics.jsonl."""
+        return round(self.elapsed_before + time.perf_counter() - self.start, 3)
+
+    def over(self) -> bool:
+        return time.perf_counter() - self.start > self.seconds * BUDGET_OVERRUN
+
+    def step_took(self, seconds: float, first_of_session: bool) -> None:
+        if not first_of_session:  # the first step of a session pays for first-time allocations
+            self.step_times.append(seconds)
+
+    def replan(self, plan: Plan, done: int, settings, comm) -> tuple[Plan, str | None]:
+        """(the plan corrected from the recent step times, a line to print when the total changed by more than
+        2%); rank 0's timings decide for all ranks."""
+        old_total = plan.total_steps
+        # The mean, not the median: the occasional slow step (a busy machine) costs time all the same.
+        mean_step = sum(self.step_times) / len(self.step_times)
+        plan = replan(plan, done, mean_step, self.seconds - (time.perf_counter() - self.start), self.eval_seconds,
+                      settings)
+        plan = Plan(**comm.broadcast(plan.state_dict()))
+        self.step_times = []
+        if abs(plan.total_steps - old_total) <= 0.02 * old_total:
+            return plan, None
+        return plan, (f"step {done:>6,}  measured {mean_step:.2f} s per step: {counted(plan.total_steps, 'step')} "
+                      f"fit in {counted(settings.minutes, 'minute')} (planned {old_total:,})")
 
 
 def make_plan(total_steps: int, settings, timed: bool) -> Plan:

@@ -22,9 +22,9 @@ from pathlib import Path
 
 from minibert.io.atomic import atomic_write_text
 from minibert.io.safetensors_io import load_safetensors, save_safetensors
-from minibert.training.run_dir import CHECKPOINTS, checkpoint_name, checkpoint_steps, write_latest
+from minibert.training.run_dir import (CHECKPOINTS, STATE_DIR, checkpoint_name, checkpoint_steps, read_training_state,
+                                       write_latest)
 
-STATE_DIR = "training_state"
 
 
 def save_checkpoint(run: Path, step: int, model, tokenizer, optimizer_state: dict, state: dict, keep: int = 0) -> Path:
@@ -66,16 +66,3 @@ def load_training_state(checkpoint: Path) -> tuple[dict, dict]:
     """(state.json as a dict, optimizer arrays) of a checkpoint folder."""
     state = read_training_state(checkpoint)
     return state, load_safetensors(Path(checkpoint) / STATE_DIR / "optimizer.safetensors")
-
-
-def read_training_state(checkpoint: Path) -> dict:
-    """state.json of a checkpoint folder (settings, step, data position...), after checking that the folder can
-    be resumed from."""
-    folder = Path(checkpoint) / STATE_DIR
-    if not (folder / "state.json").exists() or not (folder / "optimizer.safetensors").exists():
-        raise FileNotFoundError(f"{checkpoint} has no {STATE_DIR}/state.json and optimizer.safetensors: it is a "
-                                f"model folder, not a resumable pre-training checkpoint")
-    try:
-        return json.loads((folder / "state.json").read_text(encoding="utf-8"))
-    except json.JSONDecodeError as e:
-        raise ValueError(f"{folder / 'state.json'}: not valid JSON ({e})") from None

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import sys
 
+import numpy as np
+
 
 def peak_rss_mb() -> float | None:
     """Peak resident set size of this process so far, in MB (10^6 bytes), or None where it cannot be read.
@@ -50,3 +52,13 @@ class ProportionalPeak:
         if now is not None:
             self.mb = now if self.mb is None else max(self.mb, now)
         return self.mb
+
+
+def other_ranks_peaks(comm, shared_once: ProportionalPeak) -> tuple[float, float]:
+    """(peak RSS, peak PSS) of the ranks other than 0, added up, in MB (rank 0 receives them; every rank calls
+    this once, at the end of training). This rank's last PSS sample comes first: after this sum the other ranks
+    end, and their shared pages would count whole in rank 0's PSS; the job's peak is while all ranks run."""
+    shared_once.sample()
+    others = comm.allreduce_sum_(np.array([0.0, 0.0] if comm.is_root else
+                                          [peak_rss_mb() or 0.0, shared_once.mb or 0.0]))
+    return float(others[0]), float(others[1])

@@ -1,15 +1,17 @@
-"""The pre-training loop: one readable function, `pretrain(settings)`.
+"""Pre-training: `pretrain(settings)`. Its loop, `_loop`, fits on one screen:
 
-    prepare data (cached) -> build or resume model, optimizer, data stream -> plan the number of steps
     for step in range(start, total):
         lr <- warmup then linear decay
-        for each of grad_accum micro-batches:
-            take examples -> pad into a batch -> mask 15% (dynamically) -> forward -> backward
-        clip gradients -> (stop on a non-finite loss) -> AdamW step
+        forward_backward (objectives.py): for each of grad_accum micro-batches:
+            take examples -> pad into a batch -> mask (dynamically) -> forward -> backward
+        clip gradients (several ranks: summed first) -> (stop on a non-finite loss) -> AdamW step
         every log_every: a train line in metrics.jsonl;  every eval_every: held-out metrics;
         every save_every: an atomic checkpoint
-        (with --minutes: at the end of warmup, correct the total from the measured step times; budget.py)
-    final evaluation, checkpoint, plot, summary
+        (with --minutes: correct the total from the measured step times; budget.Budget)
+
+Around it: _prepare (the data, cached), _set_up (model, optimizer, masking, data stream), _start (a new run's
+folder, first evaluation and plan) or _resume (a checkpoint's state), and _finish (final evaluation, plot,
+summary). The objectives (MLM, NSP/SOP, ELECTRA, distillation) differ only inside forward_backward.
 
 Exact resume: everything random is either a function of (seed, step) (masking), of (seed, epoch) (the
 examples of an epoch and their order), or carried in the checkpoint (the dropout generator's state, the data
@@ -38,23 +40,22 @@ import numpy as np
 from minibert._plural import counted
 from minibert._progress import tqdm
 from minibert.config import BertConfig
-from minibert.data.examples import PAIR_OBJECTIVES, ExampleStream, collate
+from minibert.data.examples import PAIR_OBJECTIVES, ExampleStream
 from minibert.data.masking import Masker, continuation_mask
 from minibert.data.prepare import prepare_data
 from minibert.io.atomic import atomic_write_text
 from minibert.layers.activations import numba_gelu_loop, numpy_gelu_unless_asked
-from minibert.layers.loss import IGNORE_INDEX
 from minibert.models.bert import bert_param_shapes
-from minibert.models.electra_pretraining import batch_draws
 from minibert.optim import AdamW, clip_grad_norm
-from minibert.training.budget import Plan, make_plan, measure_step_seconds, replan, steps_that_fit
+from minibert.training.budget import Budget, Plan, make_plan, measure_step_seconds, steps_that_fit
 from minibert.training.checkpointing import load_training_state, save_checkpoint
 from minibert.training.distributed import LocalCommunicator, check_divisible, rank_share
 from minibert.training.evaluate import build_eval_batches, evaluate, most_frequent_token_accuracy, token_counts
-from minibert.training.memory import ProportionalPeak, peak_rss_mb
+from minibert.training.memory import ProportionalPeak, other_ranks_peaks, peak_rss_mb
 from minibert.training.metrics import MetricsLog, Window
-from minibert.training.objectives import (brings_own_model, build_model, check_objective, output_bias_name,
-                                         rtd_counts)
+from minibert.training.objectives import (STEP_SUMS, add_to_window, brings_own_model, build_model, check_objective,
+                                         forward_backward, masked_batch, output_bias_name)
+from minibert.training.objectives import MASKING_STREAM, masking_rate  # noqa: F401 (re-exported: tests, benchmarks)
 from minibert.training.run_dir import (check_new_run_dir, check_not_being_trained, create_run_dir, finished_run,
                                        free_run_name, hold_run_dir, latest_checkpoint, nothing_to_resume,
                                        release_run_dirs, remove_unstarted_run, resume_advice, resume_settings)
@@ -62,13 +63,6 @@ from minibert.training.settings import PretrainSettings, option
 from minibert.training.sharded import ShardedAdamW
 
 EVAL_MASK_PROB = 0.15  # held-out masks: BERT's rate, whatever --mask-prob trains with
-MASKING_STREAM = 2  # random streams of one seed: 1 = examples, 2 = masking (the model's dropout has its own)
-DROPOUT_STREAM = 3  # several ranks: each rank's dropout generator, a function of (seed, step, rank)
-SAMPLE_STREAM = 4  # ELECTRA: the generator's samples of a step, the same on every rank (electra_pretraining.py)
-# The sums of a step that the ranks add up (one small Allreduce per step), in this order.
-STEP_SUMS = ("loss", "mlm_loss", "nsp_loss", "correct", "masked", "tokens", "nsp_correct", "pairs", "rtd_loss",
-             "rtd_correct", "rtd_tokens", "over_budget")
-BUDGET_OVERRUN = 1.15  # with --minutes, stop early if training takes this much longer than planned
 
 
 class TrainingStopped(Exception):
@@ -168,15 +162,6 @@ def unigram_log_probs(counts: np.ndarray, special_ids) -> np.ndarray:
     return np.log(counts / counts.sum())
 
 
-def masking_rate(settings: PretrainSettings, step: int, total_steps: int) -> float:
-    """--mask-prob, or with --mask-prob-end a rate falling linearly from one to the other over the run (high
-    early: more targets per step while the model learns the basics; lower late: more context per target, as
-    the held-out 15% gives)."""
-    if settings.mask_prob_end is None:
-        return settings.mask_prob
-    return settings.mask_prob + (settings.mask_prob_end - settings.mask_prob) * step / max(1, total_steps - 1)
-
-
 def training_stream(settings: PretrainSettings, data, seq_len: int) -> ExampleStream:
     """The endless, shuffled supply of training sequences, epoch after epoch (batches grouped by length unless
     --no-group-by-length)."""
@@ -184,13 +169,6 @@ def training_stream(settings: PretrainSettings, data, seq_len: int) -> ExampleSt
     return ExampleStream(data.train_documents, settings.objective, seq_len, settings.seed, tok.cls_token_id,
                          tok.sep_token_id, settings.short_seq_prob, fill=settings.packing == "full",
                          group_batch_size=settings.batch_size if settings.group_by_length else None)
-
-
-def masked_batch(examples: list, masker: Masker, pad_id: int, rng) -> dict:
-    """Pad the examples into a batch and mask it (a fresh mask each call: dynamic masking)."""
-    batch = collate(examples, pad_id)
-    batch["input_ids"], batch["labels"] = masker(batch["input_ids"], rng)
-    return batch
 
 
 def pretrain(settings: PretrainSettings, resume_checkpoint: Path | None = None, run_dir: Path | None = None,
@@ -237,6 +215,40 @@ def _resume_from_settings(settings: PretrainSettings):
     return resume_settings(Path(settings.resume), given, type(settings))
 
 
+@dataclasses.dataclass
+class Run:
+    """What the loop trains with (set up by _set_up), and the counters a checkpoint carries."""
+    settings: PretrainSettings
+    comm: object
+    data: object
+    model: object
+    optimizer: object
+    masker: Masker
+    stream: ExampleStream
+    eval_batches: list
+    plan: Plan | None = None
+    run_dir: Path | None = None
+    metrics: MetricsLog | None = None
+    window: Window = dataclasses.field(default_factory=Window)
+    shared_once: ProportionalPeak = dataclasses.field(default_factory=ProportionalPeak)  # this rank's memory with
+    # shared pages split between the ranks (PSS)
+    seq_len: int = 0
+    use_nsp: bool = False
+    numba_gelu: bool = False
+    corpus_fingerprint: str | None = None
+    state: dict | None = None  # a resumed run's checkpoint state (state.json)
+    optimizer_state: dict | None = None  # ... and its optimizer moments, until the optimizer holds them
+    start_step: int = 0
+    train_seconds: float = 0.0
+    tokens_seen: int = 0
+    elapsed_before: float = 0.0
+    eval_seconds: float | None = None
+    resumed: bool = False
+    top_token: int = 0
+    baseline_acc: float = 0.0
+    done: int = 0
+
+
 def _train(settings: PretrainSettings, resume_checkpoint: Path | None, run_dir: Path | None, log, comm,
            made: list) -> dict:
     check_before_data(settings, resume_checkpoint)
@@ -251,27 +263,115 @@ def _train(settings: PretrainSettings, resume_checkpoint: Path | None, run_dir: 
             return finished if comm.is_root else None
     check_divisible(settings.batch_size, comm.size)
     t_start = time.perf_counter()
-    progress = not settings.quiet and comm.is_root
-    use_nsp = settings.objective in PAIR_OBJECTIVES  # the pooled [CLS] head: NSP, or ALBERT's SOP
+    data = _prepare(settings, resume_checkpoint, log, comm)
+    run = _set_up(settings, data, resume_checkpoint, log, comm)
+    if resume_checkpoint:
+        _resume(run, resume_checkpoint, run_dir, log)
+    else:
+        _start(run, log, made)
+    last_eval, stopped_early, budget = _loop(run, log, made)
+    return _finish(run, last_eval, stopped_early, budget, t_start, log)
 
-    # ---- data: corpus -> tokenizer -> token ids (all cached; rank 0 first, the other ranks then read its cache)
+
+def _loop(run: Run, log, made: list) -> tuple[dict | None, str | None, Budget]:
+    """The training loop: batch, forward, backward, step, log, evaluate, checkpoint. Returns (the last held-out
+    metrics or None, why the run stopped early or None, the run's clock)."""
+    settings, comm, model, optimizer, plan, window = (run.settings, run.comm, run.model, run.optimizer, run.plan,
+                                                       run.window)
+    made.clear()  # training starts: from here on a failure leaves the run folder (and says what it holds)
+    progress = not settings.quiet and comm.is_root
+    bar = tqdm(total=plan.total_steps, initial=run.start_step, unit="step", disable=not progress, dynamic_ncols=True,
+               desc={"distill": "distilling"}.get(getattr(settings, "COMMAND", "pretrain"), "pre-training"))
+    say = bar.write if progress else log  # lines printed during training must not break the progress bar
+    budget = Budget(settings, run.resumed, run.eval_seconds, run.elapsed_before)
+    last_eval, stopped_early, step = None, None, run.start_step
+    try:
+        while step < plan.total_steps:
+            t_step = time.perf_counter()
+            lr = plan.lr(step)  # warmup, then linear decay to 0 at the last step
+            # A blow-up (overflow, NaN) is detected just below and reported in one clear message instead.
+            with np.errstate(over="ignore", invalid="ignore"):
+                # every micro-batch: take examples -> pad -> mask -> forward this rank's share -> backward
+                sums, names, tokens = forward_backward(model, settings, run.masker, run.stream,
+                                                       run.data.tokenizer.pad_token_id, step, plan.total_steps,
+                                                       comm, budget.over)
+                if comm.size > 1:  # the gradient of the global batch, each rank summing and clipping its shard
+                    grad_norm, sums = optimizer.reduce_and_clip(sums, settings.clip)
+                else:
+                    grad_norm = clip_grad_norm(model.grads, settings.clip)
+                step_loss = add_to_window(window, sums, names)
+                if not (math.isfinite(step_loss) and math.isfinite(grad_norm)):
+                    raise TrainingStopped(_nan_message(run.run_dir, step + 1, f"the loss ({step_loss}) or gradient "
+                                                       f"norm ({grad_norm}) is not a finite number", settings.lr))
+                optimizer.step(lr)
+            seconds = time.perf_counter() - t_step
+            budget.step_took(seconds, first_of_session=step == run.start_step)
+            window.seconds += seconds
+            window.steps += 1
+            run.train_seconds += seconds
+            run.tokens_seen += tokens
+            step += 1
+            bar.update(1)
+
+            if step == plan.next_replan:  # --minutes: correct the number of steps from the recent step times
+                plan, note = budget.replan(plan, step, settings, comm)
+                run.plan, bar.total = plan, plan.total_steps
+                if note:
+                    say(note)
+            if (step % settings.log_every == 0 or step == plan.total_steps) and comm.is_root:
+                _log_train(run, bar, step, lr, grad_norm, budget.elapsed())
+            over_budget = sums[STEP_SUMS.index("over_budget")] > 0 and step < plan.total_steps
+            evaluating = step % plan.eval_every == 0 or step == plan.total_steps
+            saving = step % plan.save_every == 0 or step == plan.total_steps or over_budget
+            if evaluating or saving:  # several ranks: the weights must still be the same everywhere (under --procs
+                # one shared buffer, so this holds by construction; MPI ranks keep their own copies)
+                comm.check_identical(model.params.buffer, f"the weights after step {step:,}")
+            if evaluating:  # every rank evaluates its share of the held-out batches; rank 0 writes the result
+                last_eval = evaluate(model, run.eval_batches, run.use_nsp, comm)
+                run.shared_once.sample()  # between steps, the memory of a step is still held: near the peak
+                if comm.is_root:
+                    run.metrics.append({"step": step, "split": "eval", **_reported(model, last_eval),
+                                        "elapsed": budget.elapsed()})
+                    say(_eval_line(step, last_eval))
+            if saving:
+                _save(run, step, budget.elapsed())
+            if over_budget:
+                stopped_early = (f"stopped at step {step:,} of {plan.total_steps:,}: training took longer than "
+                                 f"planned (the machine got slower?); resume with {resume_advice(run.run_dir)}")
+                say(stopped_early)
+                break
+    except KeyboardInterrupt:
+        bar.close()
+        log(_interrupted(run, step))
+        raise
+    finally:
+        bar.close()
+    run.done = step
+    return last_eval, stopped_early, budget
+
+
+def _prepare(settings: PretrainSettings, resume_checkpoint: Path | None, log, comm):
+    """corpus -> tokenizer -> token ids, all cached: rank 0 first, the other ranks then read its cache."""
     tokenizer_dir = str(resume_checkpoint) if resume_checkpoint else settings.tokenizer
     if not comm.is_root:
         with comm.patient():  # (training a tokenizer on a large corpus may take rank 0 hours)
             comm.barrier()
     data = prepare_data(settings.corpus, settings.text_field, tokenizer_dir, settings.vocab_size,
-                        settings.eval_fraction, progress=progress, log=log)
+                        settings.eval_fraction, progress=not settings.quiet and comm.is_root, log=log)
     if comm.is_root:
         comm.barrier()
     with comm.patient():  # and every rank waits for the others' (they read the corpus again: no time limit)
         comm.barrier()
-    tok = data.tokenizer
-    corpus_fingerprint = data.corpus.fingerprint()
     if settings.objective == "mlm+nsp" and len(data.train_documents) < 2:
         raise ValueError(f"objective mlm+nsp needs at least 2 training documents (separated by blank lines); "
                          f"corpus {data.corpus.name} has {len(data.train_documents)}")
+    return data
 
-    # ---- model, optimizer, masking, data stream
+
+def _set_up(settings: PretrainSettings, data, resume_checkpoint: Path | None, log, comm) -> Run:
+    """The model (new, resumed, or a distillation's), its optimizer (sharded over several ranks), the masking
+    and the data stream."""
+    tok, corpus_fingerprint, state, optimizer_state = data.tokenizer, data.corpus.fingerprint(), None, None
     if resume_checkpoint:
         state, optimizer_state = load_training_state(resume_checkpoint)
         model = build_model(settings, checkpoint=resume_checkpoint)
@@ -292,6 +392,7 @@ def _train(settings: PretrainSettings, resume_checkpoint: Path | None, run_dir: 
         config = model_config(settings, len(tok.vocab))
         model = build_model(settings, config)
     seq_len = sequence_length(settings, config)
+    use_nsp = settings.objective in PAIR_OBJECTIVES  # the pooled [CLS] head: NSP, or ALBERT's SOP
     if use_nsp and config.type_vocab_size < 2:
         raise ValueError(f"objective {settings.objective} puts sentence pairs in two segments, but the model has "
                          f"type_vocab_size {config.type_vocab_size} (RoBERTa's one token type); use objective "
@@ -312,254 +413,158 @@ def _train(settings: PretrainSettings, resume_checkpoint: Path | None, run_dir: 
     else:
         optimizer = AdamW(model.params, model.grads, **adamw_options)
     stream = training_stream(settings, data, seq_len)
-
     # numba's GELU, if used, is compiled now, not inside the timed evaluation or step probe
     numba_gelu = config.hidden_act == "gelu" and numba_gelu_loop() is not None
+    return Run(settings, comm, data, model, optimizer, masker, stream, eval_batches, seq_len=seq_len,
+               use_nsp=use_nsp, numba_gelu=numba_gelu, top_token=top_token, baseline_acc=baseline_acc,
+               corpus_fingerprint=corpus_fingerprint, state=state, optimizer_state=optimizer_state)
 
-    # ---- where we start, how long we go
-    window = Window()
-    shared_once = ProportionalPeak()  # this rank's memory with shared pages split between the ranks (PSS)
-    if resume_checkpoint:
-        optimizer.load_state_dict(optimizer_state)
-        del optimizer_state  # the whole moments: a rank of several keeps only its part
-        model.rng.bit_generator.state = state["dropout_rng"]
-        stream.load_state_dict(state["data"])
-        window.load_state_dict(state["window"])
-        plan = Plan(**{**state["plan"], "next_replan": None})  # a resumed run keeps its plan
-        start_step, train_seconds, tokens_seen = state["step"], state["train_seconds"], state["tokens_seen"]
+
+def _resume(run: Run, resume_checkpoint: Path, run_dir: Path, log) -> None:
+    """Continue where the checkpoint stopped: its optimizer moments, dropout generator, data position, log window,
+    plan and counters (the run's metrics.jsonl cut back to its step)."""
+    state, comm = run.state, run.comm
+    run.optimizer.load_state_dict(run.optimizer_state)
+    run.optimizer_state = None  # the whole moments: a rank of several keeps only its part
+    run.model.rng.bit_generator.state = state["dropout_rng"]
+    run.stream.load_state_dict(state["data"])
+    run.window.load_state_dict(state["window"])
+    run.plan = Plan(**{**state["plan"], "next_replan": None})  # a resumed run keeps its plan
+    run.start_step, run.train_seconds, run.tokens_seen = state["step"], state["train_seconds"], state["tokens_seen"]
+    run.resumed, run.elapsed_before, run.run_dir = True, state["elapsed"], run_dir
+    run.metrics = MetricsLog(run_dir / "metrics.jsonl")
+    if comm.is_root:
+        hold_run_dir(run_dir)  # (two processes resuming one run would write over each other)
+        run.metrics.truncate_after(run.start_step)
+    log(f"resuming {run_dir} at step {run.start_step:,} of {run.plan.total_steps:,}")
+
+
+def _start(run: Run, log, made: list) -> None:
+    """A new run: rank 0 makes the run folder, evaluates the untrained model and plans the steps (from its
+    timings, with --minutes); every rank gets the folder and the plan; the start-up lines say what will run."""
+    settings, comm, model, tok = run.settings, run.comm, run.model, run.data.tokenizer
+    run_dir, plan, how_long = None, None, ""
+    if comm.is_root:  # rank 0 makes the run folder and the plan (from its timings); the others get both
+        name = settings.name or free_run_name(settings.runs_dir, settings.default_name(run.data.corpus.name))
+        run_dir = create_run_dir(settings.runs_dir, name, log=log, made=made)
+        settings.name = run_dir.name  # (this call's copy: settings.json records the name)
+        _write_json(run_dir / "settings.json", settings.to_dict())
         metrics = MetricsLog(run_dir / "metrics.jsonl")
-        if comm.is_root:
-            hold_run_dir(run_dir)  # (two processes resuming one run would write over each other)
-            metrics.truncate_after(start_step)
-        log(f"resuming {run_dir} at step {start_step:,} of {plan.total_steps:,}")
-    else:
-        start_step, train_seconds, tokens_seen, plan, how_long = 0, 0.0, 0, None, ""
-        if comm.is_root:  # rank 0 makes the run folder and the plan (from its timings); the others get both
-            name = settings.name or free_run_name(settings.runs_dir, settings.default_name(data.corpus.name))
-            run_dir = create_run_dir(settings.runs_dir, name, log=log, made=made)
-            settings.name = run_dir.name  # (this call's copy: settings.json records the name)
-            _write_json(run_dir / "settings.json", settings.to_dict())
-            metrics = MetricsLog(run_dir / "metrics.jsonl")
-        t_eval = time.perf_counter()
-        first_eval = evaluate(model, eval_batches, use_nsp, comm)  # several ranks: each its share of the batches
-        eval_seconds = time.perf_counter() - t_eval
-        if comm.is_root:
-            metrics.append({"step": 0, "split": "eval", **_reported(model, first_eval), "elapsed": 0.0})
-            if settings.steps:
-                plan = make_plan(settings.steps, settings, timed=False)
-            else:  # as many steps as fit in --minutes, measured on this machine (a rank's share of a batch)
-                probe = masked_batch(stream.peek(settings.batch_size), masker, tok.pad_token_id,
-                                     np.random.default_rng(0))
-                step_seconds = measure_step_seconds(model, rank_share(probe, 0, comm.size), use_nsp,
-                                                    ranks=comm.size) * settings.grad_accum
-                plan = make_plan(steps_that_fit(settings.minutes * 60, step_seconds, eval_seconds), settings,
-                                 timed=True)
-                how_long = f" (for now: {step_seconds:.2f} s per step measured, {counted(settings.minutes, 'minute')})"
-        run_dir, plan, eval_seconds = comm.broadcast(
-            [str(run_dir), plan.state_dict(), eval_seconds] if comm.is_root else None)
-        run_dir, plan = Path(run_dir), Plan(**plan)
-        settings.name = run_dir.name
-        metrics = MetricsLog(run_dir / "metrics.jsonl")
-        ranks = (f" on {comm.size} {comm.ranks_are} ({counted(settings.batch_size // comm.size, 'sequence')} each)"
-                 if comm.size > 1 else "")
-        log(f"run folder: {run_dir}")
-        objective = getattr(model, "objective_description", None) or f"objective {settings.objective}"
-        log(f"model: {getattr(model, 'description', settings.describe_config())}, {model.num_parameters():,} "
+    t_eval = time.perf_counter()
+    first_eval = evaluate(model, run.eval_batches, run.use_nsp, comm)  # several ranks: each its share of the batches
+    eval_seconds = time.perf_counter() - t_eval
+    if comm.is_root:
+        metrics.append({"step": 0, "split": "eval", **_reported(model, first_eval), "elapsed": 0.0})
+        if settings.steps:
+            plan = make_plan(settings.steps, settings, timed=False)
+        else:  # as many steps as fit in --minutes, measured on this machine (a rank's share of a batch)
+            probe = masked_batch(run.stream.peek(settings.batch_size), run.masker, tok.pad_token_id,
+                                 np.random.default_rng(0))
+            step_seconds = measure_step_seconds(model, rank_share(probe, 0, comm.size), run.use_nsp,
+                                                ranks=comm.size) * settings.grad_accum
+            plan = make_plan(steps_that_fit(settings.minutes * 60, step_seconds, eval_seconds), settings,
+                             timed=True)
+            how_long = f" (for now: {step_seconds:.2f} s per step measured, {counted(settings.minutes, 'minute')})"
+    run_dir, plan, run.eval_seconds = comm.broadcast(
+        [str(run_dir), plan.state_dict(), eval_seconds] if comm.is_root else None)
+    run.run_dir, run.plan = Path(run_dir), Plan(**plan)
+    settings.name = run.run_dir.name
+    run.metrics = MetricsLog(run.run_dir / "metrics.jsonl")
+    log(f"run folder: {run.run_dir}")
+    log(_plan_line(run, how_long))
+    if run.numba_gelu:  # worth knowing: faster steps, more memory (docs/performance.md)
+        log("exact GELU compiled by numba (a few % faster steps, ~130 MB more per process; "
+            "MINIBERT_NUMBA=0: NumPy's)")
+
+
+def _plan_line(run: Run, how_long: str) -> str:
+    """The start-up line: the model, its objective, and the steps planned."""
+    settings, comm, model, plan = run.settings, run.comm, run.model, run.plan
+    ranks = (f" on {comm.size} {comm.ranks_are} ({counted(settings.batch_size // comm.size, 'sequence')} each)"
+             if comm.size > 1 else "")
+    objective = getattr(model, "objective_description", None) or f"objective {settings.objective}"
+    return (f"model: {getattr(model, 'description', settings.describe_config())}, {model.num_parameters():,} "
             f"parameters; "
             f"{objective}; "
             f"{counted(plan.total_steps, 'step')}{how_long} of {settings.batch_size * settings.grad_accum} x "
-            f"{seq_len} tokens{ranks}, peak lr {settings.lr:g}, warmup {counted(plan.warmup_steps, 'step')}")
-        if numba_gelu:  # worth knowing: faster steps, more memory (docs/performance.md)
-            log("exact GELU compiled by numba (a few % faster steps, ~130 MB more per process; "
-                "MINIBERT_NUMBA=0: NumPy's)")
+            f"{run.seq_len} tokens{ranks}, peak lr {settings.lr:g}, warmup {counted(plan.warmup_steps, 'step')}")
 
-    # ---- the loop
-    made.clear()  # training starts: from here on a failure leaves the run folder (and says what it holds)
-    desc = {"distill": "distilling"}.get(getattr(settings, "COMMAND", "pretrain"), "pre-training")
-    bar = tqdm(total=plan.total_steps, initial=start_step, desc=desc, unit="step", disable=not progress,
-               dynamic_ncols=True)
-    say = bar.write if progress else log  # lines printed during training must not break the progress bar
-    last_eval, stopped_early, done, step_times = None, None, start_step, []
-    # With --minutes, a fresh run that runs far over its plan stops early (a resumed one just finishes).
-    budget_seconds = settings.minutes * 60 if settings.steps is None and not resume_checkpoint else math.inf
-    t_loop, elapsed_before = time.perf_counter(), state["elapsed"] if resume_checkpoint else 0.0
-    train_before, tokens_before = train_seconds, tokens_seen  # (a resumed run: its earlier sessions')
 
-    def elapsed() -> float:  # wall seconds of training (all sessions of the run), for metrics.jsonl
-        return round(elapsed_before + time.perf_counter() - t_loop, 3)
+def _log_train(run: Run, bar, step: int, lr: float, grad_norm: float, elapsed: float) -> None:
+    """A train line in metrics.jsonl (the log window's means) and the progress bar's numbers (rank 0)."""
+    record = _reported(run.model, run.window.record(lr, grad_norm))
+    run.metrics.append({"step": step, "split": "train", **record, "epoch": run.stream.epoch, "elapsed": elapsed})
+    accuracy = {"acc": f"{record['mlm_acc']:.3f}"} if run.window.masked else {}  # none: hidden distillation
+    bar.set_postfix(loss=f"{record['loss']:.3f}", **accuracy, tok_s=f"{record['tokens_per_s']:,.0f}", lr=f"{lr:.2e}")
+    run.window.reset()
 
-    grad_norm = 0.0
-    distilling = brings_own_model(settings)  # minibert distill: a Distiller, several losses weighted apart
-    electra = settings.objective == "electra"  # a generator's samples, and a loss over every real token
-    try:
-        step = start_step
-        while step < plan.total_steps:
-            t_step = time.perf_counter()
-            lr = plan.lr(step)  # warmup, then linear decay to 0 at the last step
-            model.zero_grad()
-            if comm.size > 1:  # each rank its own dropout masks, reproducible on resume (any number of ranks)
-                model.rng = np.random.default_rng([settings.seed, DROPOUT_STREAM, step, comm.rank])
-            sums = np.zeros(len(STEP_SUMS))  # this rank's part of the step's loss, accuracy and token counts
-            step_parts = {}  # a distillation's separate losses, this rank's part
-            # A blow-up (overflow, NaN) is detected just below and reported in one clear message instead.
-            with np.errstate(over="ignore", invalid="ignore"):
-                for micro in range(settings.grad_accum):
-                    out = batch = part = None  # the last step's logits are not kept alive through this forward
-                    rng = np.random.default_rng([settings.seed, MASKING_STREAM, step, micro])
-                    masker.mlm_probability = masking_rate(settings, step, plan.total_steps)
-                    batch = masked_batch(stream.take(settings.batch_size), masker, tok.pad_token_id, rng)
-                    part = rank_share(batch, comm.rank, comm.size)  # the whole batch when there is one rank
-                    # Weights that make the sum over ranks the single-process loss (all 1.0 for one rank): the
-                    # rank's share of the batch's masked tokens, sequences and (a distillation's) real tokens.
-                    shares = {"masked": _masked(part) / max(1, _masked(batch)), "sequences": 1.0 / comm.size,
-                              "tokens": part["attention_mask"].sum() / max(1, batch["attention_mask"].sum())}
-                    sampling = {}  # ELECTRA: the generator's samples, drawn for the whole batch, this rank's share
-                    if electra:
-                        sampling["sample_rng"] = batch_draws([settings.seed, SAMPLE_STREAM, step, micro],
-                                                             batch["labels"], comm.rank, comm.size)
-                    out = model.forward(part["input_ids"], token_type_ids=part["token_type_ids"],
-                                        attention_mask=part["attention_mask"], labels=part["labels"],
-                                        next_sentence_label=part["next_sentence_label"] if use_nsp else None,
-                                        **sampling)
-                    # a distillation: (its loss, its separate losses), each weighted as its gradient
-                    weighted = model.weighted_losses(out, shares) if distilling else None
-                    sums += _step_sums(out, part, use_nsp, shares, settings.grad_accum,
-                                       model if comm.size > 1 else None, weighted)
-                    if distilling:  # its separate losses (summed over the ranks below)
-                        for name, value in weighted[1].items():
-                            step_parts[name] = step_parts.get(name, 0.0) + value / settings.grad_accum
-                    out = None  # (counted above) the (M, V) logits are not kept alive through the backward
-                    if comm.size == 1:  # (every model's backward takes loss_scale)
-                        model.backward(loss_scale=1.0 / settings.grad_accum)
-                    else:
-                        scales = {"loss_scale": shares["sequences"], "mlm_scale": shares["masked"]}
-                        if distilling or electra:  # (their token-level losses: a mean over real tokens)
-                            scales["token_scale"] = shares["tokens"]
-                        model.backward(**{k: v / settings.grad_accum for k, v in scales.items()})
-                sums[STEP_SUMS.index("over_budget")] = comm.is_root and (time.perf_counter() - t_loop
-                                                                          > budget_seconds * BUDGET_OVERRUN)
-                names = sorted(model.part_names) if distilling else []  # (the same on every rank)
-                sums = np.concatenate([sums, [step_parts.get(name, 0.0) for name in names]])
-                if comm.size > 1:  # the gradient of the global batch, each rank summing and clipping its shard
-                    grad_norm, sums = optimizer.reduce_and_clip(sums, settings.clip)
-                else:
-                    grad_norm = clip_grad_norm(model.grads, settings.clip)
-                for name, value in zip(names, sums[len(STEP_SUMS):]):
-                    window.parts[name] = window.parts.get(name, 0.0) + float(value)
-                step_loss = _add_to_window(window, sums[:len(STEP_SUMS)])
-                if not (math.isfinite(step_loss) and math.isfinite(grad_norm)):
-                    raise TrainingStopped(_nan_message(run_dir, step + 1, f"the loss ({step_loss}) or gradient "
-                                                       f"norm ({grad_norm}) is not a finite number", settings.lr))
-                optimizer.step(lr)
-            seconds = time.perf_counter() - t_step
-            if step > start_step:  # the first step of a session pays for first-time allocations
-                step_times.append(seconds)
-            window.seconds += seconds
-            window.steps += 1
-            train_seconds += seconds
-            tokens_seen += int(batch["attention_mask"].sum()) * settings.grad_accum
-            step = done = step + 1
-            bar.update(1)
 
-            if done == plan.next_replan:  # --minutes: correct the number of steps from the recent step times
-                old_total = plan.total_steps
-                # The mean, not the median: the occasional slow step (a busy machine) costs time all the same.
-                mean_step = sum(step_times) / len(step_times)
-                plan = replan(plan, done, mean_step, budget_seconds - (time.perf_counter() - t_loop), eval_seconds,
-                              settings)
-                plan = Plan(**comm.broadcast(plan.state_dict()))  # rank 0's timings decide for all ranks
-                step_times = []
-                bar.total = plan.total_steps
-                if abs(plan.total_steps - old_total) > 0.02 * old_total:
-                    say(f"step {done:>6,}  measured {mean_step:.2f} s per step: {counted(plan.total_steps, 'step')} "
-                        f"fit in {counted(settings.minutes, 'minute')} (planned {old_total:,})")
-            if (done % settings.log_every == 0 or done == plan.total_steps) and comm.is_root:
-                record = _reported(model, window.record(lr, grad_norm))
-                metrics.append({"step": done, "split": "train", **record, "epoch": stream.epoch,
-                                "elapsed": elapsed()})
-                accuracy = {"acc": f"{record['mlm_acc']:.3f}"} if window.masked else {}  # none: hidden distillation
-                bar.set_postfix(loss=f"{record['loss']:.3f}", **accuracy, tok_s=f"{record['tokens_per_s']:,.0f}",
-                                lr=f"{lr:.2e}")
-                window.reset()
-            over_budget = sums[STEP_SUMS.index("over_budget")] > 0 and done < plan.total_steps
-            evaluating = done % plan.eval_every == 0 or done == plan.total_steps
-            saving = done % plan.save_every == 0 or done == plan.total_steps or over_budget
-            if evaluating or saving:  # several ranks: the weights must still be the same everywhere (under --procs
-                # one shared buffer, so this holds by construction; MPI ranks keep their own copies)
-                comm.check_identical(model.params.buffer, f"the weights after step {done:,}")
-            if evaluating:  # every rank evaluates its share of the held-out batches; rank 0 writes the result
-                last_eval = evaluate(model, eval_batches, use_nsp, comm)
-                shared_once.sample()  # between steps, the memory of a step is still held: near the peak
-                if comm.is_root:
-                    metrics.append({"step": done, "split": "eval", **_reported(model, last_eval),
-                                    "elapsed": elapsed()})
-                    say(_eval_line(done, last_eval))
-            if saving:
-                if not all(np.isfinite(p).all() for p in model.params.values()):
-                    raise TrainingStopped(_nan_message(run_dir, done, "the weights are no longer finite numbers",
-                                                       settings.lr))
-                state = {"step": done, "plan": plan.state_dict(), "data": stream.state_dict(),
-                         "dropout_rng": model.rng.bit_generator.state, "window": window.state_dict(),
-                         "train_seconds": train_seconds, "tokens_seen": tokens_seen, "elapsed": elapsed(),
-                         "corpus": corpus_fingerprint, "settings": settings.to_dict(), "ranks": comm.size}
-                # (several ranks: every rank sends its shard of the moments to rank 0, which writes them)
-                optimizer_state = optimizer.state_dict()
-                if comm.is_root:
-                    save_checkpoint(run_dir, done, model, tok, optimizer_state, state, settings.keep_checkpoints)
-                if comm.size > 1:
-                    comm.barrier()  # rank 0 read the moments from where the other ranks' gradients go next
-            if over_budget:
-                stopped_early = (f"stopped at step {done:,} of {plan.total_steps:,}: training took longer than "
-                                 f"planned (the machine got slower?); resume with {resume_advice(run_dir)}")
-                say(stopped_early)
-                break
-    except KeyboardInterrupt:
-        bar.close()
-        latest = latest_checkpoint(run_dir) if comm.is_root else None
-        command = f"{comm.launch_hint}minibert {getattr(settings, 'COMMAND', 'pretrain')}"
-        log(f"interrupted during step {done + 1:,}; " + (f"the latest checkpoint is {latest}; continue with: "
+def _save(run: Run, step: int, elapsed: float) -> None:
+    """An atomic checkpoint (rank 0 writes it), after checking the weights are still finite numbers."""
+    model, comm, settings = run.model, run.comm, run.settings
+    if not all(np.isfinite(p).all() for p in model.params.values()):
+        raise TrainingStopped(_nan_message(run.run_dir, step, "the weights are no longer finite numbers",
+                                           settings.lr))
+    state = {"step": step, "plan": run.plan.state_dict(), "data": run.stream.state_dict(),
+             "dropout_rng": model.rng.bit_generator.state, "window": run.window.state_dict(),
+             "train_seconds": run.train_seconds, "tokens_seen": run.tokens_seen, "elapsed": elapsed,
+             "corpus": run.corpus_fingerprint, "settings": settings.to_dict(), "ranks": comm.size}
+    # (several ranks: every rank sends its shard of the moments to rank 0, which writes them)
+    optimizer_state = run.optimizer.state_dict()
+    if comm.is_root:
+        save_checkpoint(run.run_dir, step, model, run.data.tokenizer, optimizer_state, state,
+                        settings.keep_checkpoints)
+    if comm.size > 1:
+        comm.barrier()  # rank 0 read the moments from where the other ranks' gradients go next
+
+
+def _interrupted(run: Run, done: int) -> str:
+    """What Ctrl-C during step done + 1 says: the latest checkpoint and the command that continues from it."""
+    comm, run_dir = run.comm, run.run_dir
+    latest = latest_checkpoint(run_dir) if comm.is_root else None
+    command = f"{comm.launch_hint}minibert {getattr(run.settings, 'COMMAND', 'pretrain')}"
+    return (f"interrupted during step {done + 1:,}; " + (f"the latest checkpoint is {latest}; continue with: "
             f"{command} {resume_advice(run_dir)}" if latest else "no checkpoint was saved yet"))
-        raise
-    finally:
-        bar.close()
 
-    # ---- the end: final numbers, plot, summary
-    shared_once.sample()  # (the last sample: after this sum the other ranks end, and their shared pages would
-    # count whole in rank 0's PSS; the job's peak is while all ranks run)
-    others_rss, others_pss = comm.allreduce_sum_(np.array([0.0, 0.0] if comm.is_root else
-                                                          [peak_rss_mb() or 0.0, shared_once.mb or 0.0]))
+
+def _finish(run: Run, last_eval: dict | None, stopped_early: str | None, budget: Budget, t_start: float,
+            log) -> dict | None:
+    """The end: the final held-out numbers, the plot and summary.json (rank 0; the other ranks return None)."""
+    comm, model, tok, done = run.comm, run.model, run.data.tokenizer, run.done
+    others_rss, others_pss = other_ranks_peaks(comm, run.shared_once)
     if not comm.is_root:
         return None
     if last_eval is None:  # (rank 0 alone by now: the whole held-out set)
-        last_eval = evaluate(model, eval_batches, use_nsp)
-    run_dir = Path(run_dir).resolve()  # (a resumed run's folder is named as --resume gave it: maybe relative)
+        last_eval = evaluate(model, run.eval_batches, run.use_nsp)
+    run_dir = Path(run.run_dir).resolve()  # (a resumed run's folder is named as --resume gave it: maybe relative)
     summary = {
         "run": str(run_dir), "checkpoint": str(latest_checkpoint(run_dir)), "steps": done,
-        "total_steps": plan.total_steps, "eval": _reported(model, last_eval)}
+        "total_steps": run.plan.total_steps, "eval": _reported(model, last_eval)}
     if getattr(model, "predicts_masked_tokens", True):  # (a hidden-state distillation predicts no masked token)
-        summary.update(baseline_token=tok.ids_to_tokens[top_token], baseline_acc=baseline_acc)
+        summary.update(baseline_token=tok.ids_to_tokens[run.top_token], baseline_acc=run.baseline_acc)
     summary.update({  # wall and preparation: this session's (this process's); training and tokens: the whole run's
         "wall_seconds": round(time.perf_counter() - t_start, 1),
-        "prepare_seconds": round(data.seconds, 1), "train_seconds": round(train_seconds, 1),
-        "tokens_seen": tokens_seen, "tokens_per_s": tokens_seen / max(train_seconds, 1e-9),
-        "eval_sequences": sum(len(b["input_ids"]) for b in eval_batches), "stopped_early": stopped_early,
+        "prepare_seconds": round(run.data.seconds, 1), "train_seconds": round(run.train_seconds, 1),
+        "tokens_seen": run.tokens_seen, "tokens_per_s": run.tokens_seen / max(run.train_seconds, 1e-9),
+        "eval_sequences": sum(len(b["input_ids"]) for b in run.eval_batches), "stopped_early": stopped_early,
     })
-    if resume_checkpoint:  # what this session did, apart from the whole run's numbers above
-        session_seconds = train_seconds - train_before
-        summary["session"] = {"resumed_at_step": start_step, "steps": done - start_step,
-                              "train_seconds": round(session_seconds, 1), "tokens_seen": tokens_seen - tokens_before,
-                              "tokens_per_s": (tokens_seen - tokens_before) / max(session_seconds, 1e-9),
-                              "elapsed_seconds_all_sessions": elapsed()}
+    if run.resumed:  # what this session did, apart from the whole run's numbers above
+        session_seconds = run.train_seconds - run.state["train_seconds"]
+        tokens = run.tokens_seen - run.state["tokens_seen"]
+        summary["session"] = {"resumed_at_step": run.start_step, "steps": done - run.start_step,
+                              "train_seconds": round(session_seconds, 1), "tokens_seen": tokens,
+                              "tokens_per_s": tokens / max(session_seconds, 1e-9),
+                              "elapsed_seconds_all_sessions": budget.elapsed()}
     if comm.size > 1:  # rank 0's time in the gradient Allreduce (waiting for slower ranks included)
         summary.update(ranks=comm.size, allreduce_seconds=round(comm.allreduce_seconds, 3),
                        allreduce_bytes_per_step=model.grads.buffer.nbytes)
-    if settings.plot:
+    if run.settings.plot:
         summary["plot"] = _plot(run_dir, log)
     summary["peak_rss_mb"] = peak_rss_mb()  # the whole process so far: data preparation, training, plot
     if comm.size > 1 and summary["peak_rss_mb"]:  # every rank's peak added up (shared pages count once per rank)
-        summary["peak_rss_mb_all_ranks"] = round(summary["peak_rss_mb"] + float(others_rss), 1)
-    if comm.size > 1 and shared_once.mb and others_pss > 0:  # all ranks together, shared pages counted once
-        summary["peak_pss_mb_all_ranks"] = round(shared_once.mb + float(others_pss), 1)
+        summary["peak_rss_mb_all_ranks"] = round(summary["peak_rss_mb"] + others_rss, 1)
+    if comm.size > 1 and run.shared_once.mb and others_pss > 0:  # all ranks together, shared pages counted once
+        summary["peak_pss_mb_all_ranks"] = round(run.shared_once.mb + others_pss, 1)
     _write_json(run_dir / "summary.json", summary)
     return summary
 
@@ -574,45 +579,6 @@ def _reported(model, metrics: dict) -> dict:
     if getattr(model, "predicts_masked_tokens", True):
         return metrics
     return {k: v for k, v in metrics.items() if k not in MLM_FIELDS}
-
-
-def _masked(batch: dict) -> int:
-    return int((batch["labels"] != IGNORE_INDEX).sum())
-
-
-def _step_sums(out, part: dict, use_nsp: bool, shares: dict, grad_accum: int, model=None,
-               weighted=None) -> np.ndarray:
-    """This rank's contribution to the step's STEP_SUMS (weighted like its gradient: the sum over ranks is the
-    single-process value). A distillation passes `weighted`, its Distiller.weighted_losses(out, shares)."""
-    mlm_weight, nsp_weight = shares["masked"], shares["sequences"]
-    targets = part["labels"].reshape(-1)[out.masked_positions]  # (M,)
-    nsp_loss = nsp_weight * float(out.nsp_loss) if use_nsp else 0.0
-    sums = {"loss": (mlm_weight * float(out.mlm_loss) + nsp_loss) / grad_accum,
-            "mlm_loss": mlm_weight * float(out.mlm_loss) / grad_accum,
-            "correct": int((out.prediction_logits.argmax(axis=-1) == targets).sum()), "masked": len(targets),
-            "tokens": int(part["attention_mask"].sum())}
-    correct, tokens, _ = rtd_counts(out, part["attention_mask"])  # ELECTRA's discriminator; zeros otherwise
-    if tokens:  # its loss also holds lambda x the RTD loss (several ranks, `model` given: each weighted apart)
-        loss, rtd_loss = (float(out.loss), float(out.rtd_loss)) if model is None else model.weighted_loss(out, shares)
-        sums.update(loss=loss / grad_accum, rtd_loss=rtd_loss / grad_accum, rtd_correct=correct, rtd_tokens=tokens)
-    if weighted is not None:  # a distillation: its loss is the weighted total of its losses (several ranks,
-        # `model` given: each loss weighted by the rank's share of what it is a mean over)
-        sums["loss"] = (float(out.loss) if model is None else weighted[0]) / grad_accum
-    if use_nsp:
-        nsl = part["next_sentence_label"]
-        sums.update(nsp_loss=nsp_loss / grad_accum, pairs=len(nsl),
-                    nsp_correct=int((out.seq_relationship_logits.argmax(axis=-1) == nsl).sum()))
-    return np.array([sums.get(name, 0.0) for name in STEP_SUMS])
-
-
-def _add_to_window(window: Window, sums: np.ndarray) -> float:
-    """Add a step's STEP_SUMS (summed over the ranks) to the log window; returns the step's loss."""
-    for name, value in zip(STEP_SUMS, sums):
-        if name in ("loss", "mlm_loss", "nsp_loss", "rtd_loss"):
-            setattr(window, name, getattr(window, name) + float(value))
-        elif name != "over_budget":  # counts: integers, exactly, whatever the number of ranks
-            setattr(window, name, getattr(window, name) + int(round(value)))
-    return float(sums[STEP_SUMS.index("loss")])
 
 
 def _silent(*args, **kwargs) -> None:

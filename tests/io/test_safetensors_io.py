@@ -6,6 +6,7 @@ import struct
 
 import numpy as np
 import pytest
+from safetensors import SafetensorError
 
 from minibert.io.safetensors_io import load_safetensors, read_safetensors_header, save_safetensors
 
@@ -46,7 +47,7 @@ def test_save_is_atomic_old_file_survives_a_failed_write(tmp_path):
     path = tmp_path / "w.safetensors"
     save_safetensors({"a": np.ones(3, np.float32)}, path)
     before = path.read_bytes()
-    with pytest.raises(Exception):
+    with pytest.raises(SafetensorError):
         save_safetensors({"a": np.array([object()], dtype=object)}, path)  # safetensors refuses object arrays
     assert path.read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["w.safetensors"]  # no temp file left behind

@@ -70,7 +70,8 @@ def test_generator_head_gradients_with_projection_widths():
     config, H, E, V = cfg("relu"), 4, 6, 17  # relu in the config: the generator head must still use gelu
     n = ELECTRA_GENERATOR_HEAD
     params = {n.dense + ".weight": rng.standard_normal((E, H)), n.dense + ".bias": rng.standard_normal(E),
-              n.layer_norm + ".weight": 1 + 0.2 * rng.standard_normal(E), n.layer_norm + ".bias": rng.standard_normal(E),
+              n.layer_norm + ".weight": 1 + 0.2 * rng.standard_normal(E),
+              n.layer_norm + ".bias": rng.standard_normal(E),
               n.bias: rng.standard_normal(V), n.decoder: rng.standard_normal((V, E))}
     grads = {k: np.zeros_like(v) for k, v in params.items()}
     h = rng.standard_normal((5, H))

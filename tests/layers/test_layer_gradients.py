@@ -38,7 +38,7 @@ def small_config(**kw):
 def make_params(shapes, cfg):
     r = np.random.default_rng(5)
     params = {n: init_param(n, s, r, cfg, np.float64) for n, s in shapes.items()}
-    for n, p in params.items():  # non-trivial LayerNorm weights and biases, so their gradients matter
+    for p in params.values():  # non-trivial LayerNorm weights and biases, so their gradients matter
         p += 0.1 * r.standard_normal(p.shape)
     grads = {n: np.zeros_like(p) for n, p in params.items()}
     return params, grads

@@ -53,7 +53,8 @@ def test_writing_through_a_name_changes_the_buffer_and_nothing_else():
     outside[s] = False
     assert np.array_equal(model.params.buffer[outside], before[outside])
     model.grads[name] += 3.0
-    assert (model.grads.buffer[model.grads.slices[name]] == 3.0).all() and model.grads.buffer.sum() == 3.0 * (s.stop - s.start)
+    assert (model.grads.buffer[model.grads.slices[name]] == 3.0).all()
+    assert model.grads.buffer.sum() == 3.0 * (s.stop - s.start)
     model.zero_grad()
     assert not model.grads.buffer.any()
 

@@ -55,7 +55,7 @@ def test_inputs_after_input_ids_are_keyword_only(cls):
         return
     out = m(IDS, attention_mask=MASK)  # by name: fine
     assert out is not None
-    body = getattr(m, "bert", None) or getattr(m, "encoder", None) or getattr(m, "electra")
+    body = getattr(m, "bert", None) or getattr(m, "encoder", None) or m.electra
     with pytest.raises(TypeError):
         body.forward(IDS, None, MASK)  # the shared encoder too (SentenceEncoder.body, model.bert)
     body.forward(IDS, attention_mask=MASK)

@@ -112,7 +112,7 @@ def test_a_misspelt_output_field_raises(model):
     out = model.forward(np.ones((1, 3), dtype=np.int64))
     assert out.loss is None  # computed fields are always present
     with pytest.raises(AttributeError, match="prediction_logit"):
-        out.prediction_logit
+        out.prediction_logit  # noqa: B018 (reading the misspelt field is what raises)
 
 
 def test_model_refuses_an_invalid_config_changed_after_creation():

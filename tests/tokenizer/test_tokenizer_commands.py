@@ -128,7 +128,8 @@ def test_out_is_checked_before_the_corpus_is_read(tmp_path, capsys):
     bad = tmp_path / "bad.txt"  # read first, it would be the error
     bad.write_bytes(b"ok \x80 text\n")
     (tmp_path / "empty.txt").write_text("")
-    err = one_line_error(capsys, ["train-tokenizer", "--corpus", str(bad), "--out", str(tmp_path / "empty.txt" / "sub")])
+    err = one_line_error(capsys, ["train-tokenizer", "--corpus", str(bad),
+                                  "--out", str(tmp_path / "empty.txt" / "sub")])
     assert f"--out {tmp_path / 'empty.txt' / 'sub'}: {tmp_path / 'empty.txt'} is a file; expected a folder" in err
     (tmp_path / "out" / "vocab.txt").mkdir(parents=True)
     err = one_line_error(capsys, ["train-tokenizer", "--corpus", str(bad), "--out", str(tmp_path / "out")])

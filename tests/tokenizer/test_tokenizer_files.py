@@ -163,7 +163,8 @@ def test_the_usual_special_tokens_listed_as_added_tokens_load(tmp_path):
     assert WordPieceTokenizer.from_pretrained(folder).ids_to_tokens == SMALL
 
 
-@pytest.mark.parametrize("written, loaded", [("1e30", VERY_LARGE_INTEGER), ("512.0", 512), ("Infinity", VERY_LARGE_INTEGER),
+@pytest.mark.parametrize("written, loaded", [("1e30", VERY_LARGE_INTEGER), ("512.0", 512),
+                                             ("Infinity", VERY_LARGE_INTEGER),
                                              ("1000000000000000019884624838656", VERY_LARGE_INTEGER)])
 def test_a_float_model_max_length_is_taken_as_the_integer(tmp_path, written, loaded):
     (tmp_path / "vocab.txt").write_text("\n".join(SMALL) + "\n", encoding="utf-8")

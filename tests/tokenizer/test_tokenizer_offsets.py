@@ -40,7 +40,7 @@ def assert_offsets(mb, text, ref_ids, ref_offsets, pair=None, **kwargs):
 
 
 def test_hard_cases(flavours, hard_cases):
-    for name, hf, mb in flavours:
+    for _name, hf, mb in flavours:
         for text in hard_cases + OFFSET_CASES:
             ref = hf(text, return_offsets_mapping=True)
             assert_offsets(mb, text, ref["input_ids"], ref["offset_mapping"])
@@ -77,6 +77,6 @@ def test_pairs_with_truncation(max_length, hf_uncased, mb_uncased, summaries):
 @settings(max_examples=60, deadline=None)
 @given(text=random_text)
 def test_random_unicode(text, flavours):
-    for name, hf, mb in flavours:
+    for _name, hf, mb in flavours:
         ref = hf(text, return_offsets_mapping=True)
         assert_offsets(mb, text, ref["input_ids"], ref["offset_mapping"])

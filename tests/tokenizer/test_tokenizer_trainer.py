@@ -224,8 +224,8 @@ def test_file_names_given_as_texts_and_a_far_too_small_vocabulary_warn(tmp_path)
 
 
 def test_vocab_size_errors_say_what_the_corpus_needs():
-    with pytest.raises(ValueError, match=r"vocab_size=5 leaves no room after the 5 special tokens: .* at least 6 .* and 7 for "
-                                         r"one written with a single letter"):
+    with pytest.raises(ValueError, match=r"vocab_size=5 leaves no room after the 5 special tokens: .* at least 6 .* "
+                                         r"and 7 for one written with a single letter"):
         train_wordpiece(["aaa"], vocab_size=5, progress=False)
     with pytest.raises(ValueError, match=r"^vocab_size=6 leaves room for 1 token after the 5 special tokens, but the "
                                          r"corpus's alphabet needs 2: 1 character, .*; raise vocab_size to at least 7,"
@@ -265,8 +265,8 @@ BAD_FILES = [
     ("utf.jsonl", b'{"text": "a"}\n{"text": "\xe9"}\n', r"utf\.jsonl: not UTF-8 text: byte 0xe9 at byte offset 24"),
     ("broken.txt.gz", gzip.compress(b"hello world " * 50, mtime=0)[:30], r"broken\.txt\.gz: cannot be read as gzip"),
     ("plain.txt.gz", b"not compressed", r"plain\.txt\.gz: cannot be read as gzip"),
-    ("latin.txt.gz", gzip.compress(b"ok caf\xe9", mtime=0), r"latin\.txt\.gz \(decompressed\): not UTF-8 text: byte 0xe9 "
-                                                  r"at byte offset 6"),
+    ("latin.txt.gz", gzip.compress(b"ok caf\xe9", mtime=0),
+     r"latin\.txt\.gz \(decompressed\): not UTF-8 text: byte 0xe9 at byte offset 6"),
 ]
 
 

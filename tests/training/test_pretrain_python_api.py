@@ -121,8 +121,8 @@ def test_config_may_be_a_bert_config(tmp_path, corpus):
     model_config = json.loads((Path(summary["checkpoint"]) / "config.json").read_text())
     assert model_config["hidden_size"] == config.hidden_size and model_config["num_hidden_layers"] == 2
     # read back (as --resume does): the same settings
-    assert PretrainSettings.from_dict(saved).config == BertConfig.from_dict({**config.to_dict(),
-                                                                             "vocab_size": saved["config"]["vocab_size"]})
+    expected = BertConfig.from_dict({**config.to_dict(), "vocab_size": saved["config"]["vocab_size"]})
+    assert PretrainSettings.from_dict(saved).config == expected
 
 
 def test_config_of_another_type_is_a_one_line_type_error():

@@ -307,7 +307,8 @@ def test_a_rank_that_hangs_alive_ends_the_job_with_one_line(tmp_path, monkeypatc
     t = time.monotonic()
     code, _, err = finish(run_ranks(2, script, hung, new_session=True))
     assert code == 2 and time.monotonic() - t < 2 * procs.GRACE_SECONDS + 30  # not the test's time-out
-    silent = "rank 1 of 2 sent nothing for 1.5 s" if hung else "rank 0 of 2 (it waits for every rank) sent nothing for 3 s"
+    silent = ("rank 1 of 2 sent nothing for 1.5 s" if hung
+              else "rank 0 of 2 (it waits for every rank) sent nothing for 3 s")
     waiter = 1 - hung
     assert err.strip().splitlines()[0] == (f"job (rank {waiter} of 2): error: {silent}: it seems to hang (set "
                                            f"MINIBERT_RANK_TIMEOUT to wait longer); ending all ranks")

@@ -191,7 +191,8 @@ def test_distill_checks_seq_len_against_the_teacher_and_names_its_options(tmp, c
     common = ["--corpus", str(tmp / "missing.txt"), "--steps", "2", "--quiet", "--procs", "1"]
     one_error(capsys, main(["distill", "--teacher", str(tmp / "gone"), *common]), f"--teacher {tmp / 'gone'}: no such")
     one_error(capsys, main(["distill", "--teacher", str(teacher), "--mode", "hidden", "--alpha-ce", "3", *common]),
-              "alpha_ce (--alpha-ce) weighs a loss on the teacher's MLM predictions, which mode (--mode) hidden does not use")
+              "alpha_ce (--alpha-ce) weighs a loss on the teacher's MLM predictions, which mode (--mode) hidden "
+              "does not use")
 
 
 @pytest.mark.parametrize("extra,message", [
