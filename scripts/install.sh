@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PIP="python3 -m pip install --quiet --disable-pip-version-check"
 if [ "${1:-}" = "dev" ]; then
-    # torch is pinned in pyproject.toml: on this machine a CPU wheel of 2.13.0 is on disk, and an unpinned torch
+    # torch is pinned in pyproject.toml to a CPU wheel (2.13.0): an unpinned torch
     # would pull gigabytes of CUDA packages.
     $PIP -e ".[dev]"
     # MPI for the data-parallel tests; optional: where it cannot be installed those tests are skipped.
