@@ -16,16 +16,13 @@
 # Timings depend on the machine and on what else runs on it: the notebook prints them and never asserts on them.
 
 # %%
-import datetime
-import os
-import platform
 import time
 import tracemalloc
 import warnings
 
 import matplotlib.pyplot as plt
 import numpy as np
-from _course import QUICK, check, exercise, numerical_gradient, quick, torch_or_none
+from _course import check, exercise, numerical_gradient, quick, stamp, torch_or_none
 
 from minibert import AdamW, BertConfig, BertForPreTraining
 from minibert.layers.activations import use_numba_gelu
@@ -33,25 +30,11 @@ from minibert.models.bert import bert_param_shapes
 from minibert.models.pretraining import mlm_head_shapes
 from minibert.training.memory import peak_rss_mb
 
+CHAPTER = "08_cost"  # for the stamp on each figure of timings
 use_numba_gelu(False)  # NumPy's exact GELU, as `minibert pretrain` runs it (numba's would compile first, ~seconds)
 
 
-def cpu_name():
-    try:
-        with open("/proc/cpuinfo") as f:
-            return next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
-    except (OSError, StopIteration):
-        return platform.processor() or platform.machine()
-
-
-def stamp():
-    """Date, machine and command, for the figures: timings mean nothing without them."""
-    load = f", load {os.getloadavg()[0]:.1f}" if hasattr(os, "getloadavg") else ""
-    return (f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, {cpu_name()}, "
-            f"{os.cpu_count()} cores{load}; course/08_cost.py{' (quick mode)' if QUICK else ''}")
-
-
-print(f"{stamp()}; NumPy {np.__version__}")
+print(f"{stamp(CHAPTER)}; NumPy {np.__version__}")
 
 # %% [markdown]
 # ## 1. Parameters, by formula
@@ -293,7 +276,7 @@ for H, n, f, b, fl in rows:
 # %%
 n_params = [r[1] for r in rows]
 fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4))
-fig.suptitle(stamp(), fontsize=8)
+fig.suptitle(stamp(CHAPTER), fontsize=8)
 ax1.loglog(n_params, [r[2] * 1e3 for r in rows], "o-", label="forward")
 ax1.loglog(n_params, [r[3] * 1e3 for r in rows], "s-", label="backward")
 ax1.set(xlabel="parameters", ylabel="ms per step", title=f"minibert on this CPU, batch {Bt} x {Tt}")
@@ -405,7 +388,7 @@ if gpu_ok:
     plt.loglog([n for _, n in gpu], [s * 1e3 for s, _ in gpu], "s-", label="GPU (CuPy)")
     plt.xlabel("weights of one layer")
     plt.ylabel("ms per forward")
-    plt.title(f"one encoder layer, batch {Bl} x {Tl}\n{stamp()}", fontsize=8)
+    plt.title(f"one encoder layer, batch {Bl} x {Tl}\n{stamp(CHAPTER)}", fontsize=8)
     plt.legend()
     plt.show()
 else:
@@ -508,7 +491,7 @@ for ax, values, title in zip(axes, ([k0 / 1e6, k1 / 1e6], [p0 / 1e6, p1 / 1e6], 
                              ("MB kept by the forward", "MB at the step's peak", "ms per step")):
     ax.bar(names, values, color=["tab:blue", "tab:orange"])
     ax.set_title(title)
-fig.suptitle(f"activation recompute, {deep.num_hidden_layers}-layer mini, batch {Br} x {Tr}\n{stamp()}", fontsize=9)
+fig.suptitle(f"activation recompute, {deep.num_hidden_layers}-layer mini, batch {Br} x {Tr}\n{stamp(CHAPTER)}", fontsize=9)
 fig.tight_layout()
 plt.show()
 

@@ -23,10 +23,7 @@
 
 # %%
 import dataclasses
-import datetime
 import inspect
-import os
-import platform
 import re
 import time
 import warnings
@@ -34,7 +31,7 @@ from pathlib import Path
 
 import matplotlib.pyplot as plt
 import numpy as np
-from _course import QUICK, check, exercise, numerical_gradient, quick, torch_or_none
+from _course import check, exercise, numerical_gradient, quick, stamp, torch_or_none
 
 import minibert
 from minibert import (
@@ -60,26 +57,12 @@ from minibert.models.base import forward_only
 from minibert.models.electra import ElectraForPreTraining, generator_config
 from minibert.models.electra_pretraining import ElectraPretrainer, replace_masked
 
+CHAPTER = "09_descendants"  # for the stamp on each figure of timings
 use_numba_gelu(False)  # NumPy's exact GELU, as `minibert pretrain` runs it (numba's would compile first, ~seconds)
 SOURCE = Path(minibert.__file__).resolve().parent  # minibert's own source files, read below
 
 
-def cpu_name():
-    try:
-        with open("/proc/cpuinfo") as f:
-            return next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
-    except (OSError, StopIteration):
-        return platform.processor() or platform.machine()
-
-
-def stamp():
-    """Date, machine and command, for the figures."""
-    load = f", load {os.getloadavg()[0]:.1f}" if hasattr(os, "getloadavg") else ""
-    return (f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, {cpu_name()}, {os.cpu_count()} "
-            f"cores{load}; course/09_descendants.py{' (quick mode)' if QUICK else ''}")
-
-
-print(stamp())
+print(stamp(CHAPTER))
 
 # %% [markdown]
 # ## 1. The switches, as config differences
@@ -227,7 +210,7 @@ for key, colour in (("embeddings", "tab:blue"), ("layers", "tab:orange"), ("head
     left += values
 ax.invert_yaxis()
 ax.set_xlabel("millions of parameters")
-ax.set_title(f"the mini's descendants, counted from their configs\n{stamp()}", fontsize=9)
+ax.set_title(f"the mini's descendants, counted from their configs\n{stamp(CHAPTER)}", fontsize=9)
 ax.legend(loc="center left", bbox_to_anchor=(1.0, 0.5))
 fig.tight_layout()
 plt.show()
@@ -448,7 +431,7 @@ for name, (curve, steps, _, _) in results.items():
             label=f"{name} ({steps} steps)" + (", its generator" if name == "ELECTRA" else ""))
 ax.axhline(unigram, color="grey", ls=":", label="token frequencies")
 ax.set(xlabel="CPU seconds of training", ylabel="held-out masked-LM loss",
-       title=f"the same budget, {budget:.0f} CPU s each, H={H}, {T} tokens\n{stamp()}")
+       title=f"the same budget, {budget:.0f} CPU s each, H={H}, {T} tokens\n{stamp(CHAPTER)}")
 ax.title.set_fontsize(9)
 ax.legend(fontsize=8)
 fig.tight_layout()

@@ -4,7 +4,9 @@ A chapter runs as a notebook (built by `python course/build.py`) or as a plain s
 in both, this file sits beside it and is found on the import path.
 """
 
+import datetime
 import os
+import platform
 
 import numpy as np
 
@@ -77,3 +79,19 @@ def exercise(number, answer, chapter, test):
     except NotImplementedError:
         test(solution(chapter, answer.__name__))
         print(f"exercise {number}: not answered yet; the solution (course/solutions/{chapter}.py) passes the test")
+
+
+def cpu_name():
+    """The processor's model name (Linux), else what platform knows."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            return next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
+    except (OSError, StopIteration):
+        return platform.processor() or platform.machine()
+
+
+def stamp(chapter):
+    """Date, machine, load and chapter (e.g. "08_cost"), for a figure of timings: they mean nothing without."""
+    load = f", load {os.getloadavg()[0]:.1f}" if hasattr(os, "getloadavg") else ""
+    return (f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, {cpu_name()}, "
+            f"{os.cpu_count()} cores{load}; course/{chapter}.py{' (quick mode)' if QUICK else ''}")

@@ -27,3 +27,22 @@ def gelu_kernel(request):
     previous = activations.use_numba_gelu(request.param == "numba")
     yield request.param
     activations.use_numba_gelu(previous)
+
+
+@pytest.fixture
+def browser(tmp_path):
+    """A headless Chromium driven through chromedriver (tests/helpers/browser.py), for the pages
+    minibert writes (attention --html) and the documentation site. Both come from Debian: apt-get update &&
+    apt-get install -y chromium chromium-driver; without them the test skips with that command as the reason."""
+    import shutil
+
+    from browser import Browser
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+    chromedriver = shutil.which("chromedriver")
+    if not chromium or not chromedriver:
+        pytest.skip("headless Chromium not installed: apt-get update && apt-get install -y chromium chromium-driver")
+    b = Browser(chromedriver, chromium, tmp_path / "chromium-profile")
+    try:
+        yield b
+    finally:
+        b.quit()

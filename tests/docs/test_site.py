@@ -12,7 +12,6 @@ import functools
 import http.server
 import json
 import logging
-import shutil
 import sys
 import threading
 from pathlib import Path
@@ -170,20 +169,6 @@ def served(site):
 class QuietHandler(http.server.SimpleHTTPRequestHandler):
     def log_message(self, *args):
         pass
-
-
-@pytest.fixture
-def browser(tmp_path):
-    from viz_helpers import Browser
-    chromium = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
-    chromedriver = shutil.which("chromedriver")
-    if not chromium or not chromedriver:
-        pytest.skip("headless Chromium not installed: apt-get update && apt-get install -y chromium chromium-driver")
-    b = Browser(chromedriver, chromium, tmp_path / "chromium-profile")
-    try:
-        yield b
-    finally:
-        b.quit()
 
 
 HEADINGS = "return [...document.querySelectorAll('article h1, article h2')].map(h => h.textContent.trim())"

@@ -1,15 +1,11 @@
-"""Fixtures of the visualisation tests: a tiny saved model with a tiny vocabulary, and a headless Chromium.
-
-Chromium and chromedriver come from Debian: apt-get update && apt-get install -y chromium chromium-driver.
-Without them the browser tests skip with that command as the reason. Helpers live in viz_helpers.py.
+"""Fixtures of the visualisation tests: a tiny saved model with a tiny vocabulary (the headless Chromium they
+drive is tests/conftest.py's `browser`). Helpers live in viz_helpers.py.
 """
 
 from __future__ import annotations
 
-import shutil
-
 import pytest
-from viz_helpers import MAX_POSITIONS, VOCAB, Browser
+from viz_helpers import MAX_POSITIONS, VOCAB
 
 
 @pytest.fixture(scope="session")
@@ -29,15 +25,3 @@ def tiny_model_dir(tmp_path_factory):
     WordPieceTokenizer(VOCAB, model_max_length=MAX_POSITIONS).save_pretrained(folder)
     return folder
 
-
-@pytest.fixture
-def browser(tmp_path):
-    chromium = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
-    chromedriver = shutil.which("chromedriver")
-    if not chromium or not chromedriver:
-        pytest.skip("headless Chromium not installed: apt-get update && apt-get install -y chromium chromium-driver")
-    b = Browser(chromedriver, chromium, tmp_path / "chromium-profile")
-    try:
-        yield b
-    finally:
-        b.quit()
