@@ -140,6 +140,16 @@ class BertForSequenceClassification(ClassLabels, Model):
     def _pool_backward(self, dpooled, cache):
         self.bert.backward(None, dpooled)
 
+    def _cls_backward(self, d_cls, shape):
+        """The body's backward from the gradient at [CLS] (B, H), for a head that reads [CLS] alone; `shape` is
+        the body's output shape: (B, H) when its last layer ran at [CLS] only."""
+        if len(shape) == 2:
+            self.bert.backward(d_cls, None)
+            return
+        dh = np.zeros(shape, dtype=self.dtype)  # (B, T, H): only [CLS] feeds the head
+        dh[:, 0] = d_cls
+        self.bert.backward(dh, None)
+
     # ---------------------------------------------------------------- losses
     def _loss_forward(self, logits, labels):
         B, C = logits.shape

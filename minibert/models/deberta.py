@@ -182,12 +182,7 @@ class DebertaV2ForSequenceClassification(_DebertaNames, BertForSequenceClassific
         d_cls = linear_backward(dz, c_lin, self.params["pooler.dense.weight"], self.grads["pooler.dense.weight"],
                                 self.grads["pooler.dense.bias"])  # (B, H)
         d_cls = dropout_backward(d_cls, m_drop)
-        if len(shape) == 2:  # the last layer ran at [CLS] only
-            self.bert.backward(d_cls, None)
-            return
-        dh = np.zeros(shape, dtype=self.dtype)  # (B, T, H): only [CLS] feeds the head
-        dh[:, 0] = d_cls
-        self.bert.backward(dh, None)
+        self._cls_backward(d_cls, shape)
 
 
 class DebertaV2ForTokenClassification(_DebertaNames, BertForTokenClassification):

@@ -53,9 +53,4 @@ class DistilBertForSequenceClassification(_DistilBertNames, BertForSequenceClass
         dz = relu_backward(dpooled, c_relu)  # (B, H)
         d_cls = linear_backward(dz, c_lin, self.params["pre_classifier.weight"], self.grads["pre_classifier.weight"],
                                 self.grads["pre_classifier.bias"])  # (B, H)
-        if len(shape) == 2:  # the last layer ran at [CLS] only
-            self.bert.backward(d_cls, None)
-            return
-        dh = np.zeros(shape, dtype=self.dtype)  # (B, T, H): only [CLS] feeds the head
-        dh[:, 0] = d_cls
-        self.bert.backward(dh, None)
+        self._cls_backward(d_cls, shape)
