@@ -54,6 +54,13 @@ scores of one question's answers compare, those of different questions do not)."
                              "with, which 'minibert finetune' records in its config.json; for a folder without that "
                              "record 128 for a text classifier, 512 for a word tagger, 384 for a QA model's "
                              "windows; at most the model's limit)")
+    parser.add_argument("--long-texts", choices=("truncate", "windows"), default=None,
+                        help="a text classifier's texts longer than --max-length: cut, or read whole as overlapping "
+                             "windows whose logits are averaged (default: as the model was fine-tuned, recorded in "
+                             "its config.json, else truncate)")
+    parser.add_argument("--window-overlap", type=int, default=None, metavar="N",
+                        help="tokens that neighbouring windows share (default: the fine-tuning's, else a quarter of "
+                             "--max-length)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("--task-type", choices=("auto", "sequence", "tokens", "qa"), default="auto",
                         help="what the model does (default auto: from config.json's architectures; a type that "
@@ -118,6 +125,28 @@ def _pairs_note(args, config, pairs: bool) -> str | None:
     return None
 
 
+def _long_texts(args, config, max_length: int, pairs: bool) -> tuple[str, int]:
+    """(truncate or windows, the windows' overlap): --long-texts and --window-overlap, else what the fine-tuning
+    recorded in config.json (finetune/windows.py). Text pairs are always truncated."""
+    from minibert.finetune.loading import finetuning_record
+
+    record = finetuning_record(config)
+    long_texts = args.long_texts or record.get("long_texts") or "truncate"
+    if long_texts == "windows" and pairs:
+        if args.long_texts:
+            raise ValueError("--long-texts windows cuts single texts; text pairs are truncated, longest first")
+        long_texts = "truncate"
+    overlap = args.window_overlap
+    if overlap is None:
+        recorded = record.get("window_overlap")
+        fits = isinstance(recorded, int) and record.get("max_length") == max_length
+        overlap = recorded if fits else max_length // 4
+    if not 0 <= overlap < max_length - 2:
+        raise ValueError(f"--window-overlap {overlap} must be at least 0 and below the {max_length - 2} word pieces "
+                         f"of a window (--max-length {max_length} minus [CLS] and [SEP])")
+    return long_texts, overlap
+
+
 HEADS = {"sequence": "text classifier", "tokens": "word tagger", "qa": "question answering model"}
 
 
@@ -153,6 +182,10 @@ def run(args) -> int:
     checkpoint, tokenizer_dir = resolve_model(args.model)
     config = BertConfig.from_json_file(checkpoint)
     task_type = _task_type(args, config)
+    windows_given = [flag for flag, value in (("--long-texts", args.long_texts),
+                                              ("--window-overlap", args.window_overlap)) if value is not None]
+    if windows_given and task_type != "sequence":
+        raise ValueError(f"{'/'.join(windows_given)}: for text classifiers; {args.model} is a {HEADS[task_type]}")
     if task_type == "qa":
         from minibert.commands.predict_qa import run_answer
         return run_answer(args, checkpoint, tokenizer_dir, config)
@@ -215,10 +248,17 @@ def run(args) -> int:
     tokenizer = load_tokenizer(tokenizer_dir)
 
     # ---- predict
-    encoded = encode_examples(tokenizer, examples, max_length, progress=not args.no_progress)
+    long_texts, overlap = _long_texts(args, config, max_length, examples.text_pairs is not None)
+    if long_texts == "windows":
+        from minibert.finetune.windows import encode_windows, pool_windows
+        encoded, owner = encode_windows(tokenizer, examples, max_length, overlap, progress=not args.no_progress)
+    else:
+        encoded = encode_examples(tokenizer, examples, max_length, progress=not args.no_progress)
     logits = predict_logits(model, encoded, tokenizer.pad_token_id, args.batch_size,
                             progress=not args.no_progress and len(encoded) > args.batch_size, desc="predicting",
                             workers=args.workers)
+    if long_texts == "windows":
+        logits = pool_windows(logits, owner, len(examples))  # (N, C) the mean over each text's windows
     probs = softmax(logits.astype("float64"))  # (N, C)
     records = _records(examples, label_names, probs, examples.labels)
 
