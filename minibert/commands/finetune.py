@@ -14,6 +14,8 @@ import math
 import time
 from pathlib import Path
 
+import numpy as np
+
 from minibert._plural import counted
 from minibert.commands.finetune_setup import DEFAULT_MAX_LENGTH
 
@@ -68,8 +70,12 @@ tokens, BertForQuestionAnswering for qa). See docs/finetuning.md."""
     model.add_argument("--model", default="minilm", metavar="DIR",
                        help="checkpoint folder, pre-training run folder (its latest checkpoint), or 'minilm' "
                             "(the built-in all-MiniLM-L6-v2; default)")
-    model.add_argument("--epochs", type=int, default=3, help="passes over the training data (default 3)")
-    model.add_argument("--lr", type=float, default=3e-5, help="peak learning rate of AdamW (default 3e-5)")
+    model.add_argument("--epochs", type=int, default=None,
+                       help="passes over the training data (default: enough for 300 optimizer steps, 3 to 20; 3 "
+                            "for --task-type tokens and qa)")
+    model.add_argument("--lr", type=float, default=None,
+                       help="peak learning rate of AdamW (default: by the model's size: 3e-5 for a hidden size "
+                            "above 256 such as MiniLM's, 5e-4 for a small model such as the mini)")
     model.add_argument("--batch-size", type=int, default=32, help="examples per step (default 32)")
     model.add_argument("--max-length", type=int, default=None,
                        help=f"tokens per example, longer ones are truncated (default: the length a --model fine-tuned "
@@ -84,13 +90,25 @@ tokens, BertForQuestionAnswering for qa). See docs/finetuning.md."""
     model.add_argument("--max-grad-norm", type=float, default=1.0,
                        help="clip the global gradient norm to this (default 1.0; 0 = no clipping)")
     model.add_argument("--dropout", type=float, metavar="P",
-                       help="dropout of the body and the classifier while fine-tuning (default: the checkpoint's "
-                            "hidden_dropout_prob, attention_probs_dropout_prob, which the log shows: 0 for a "
-                            "'minibert pretrain' or 'distill' checkpoint, where BERT fine-tunes with 0.1)")
+                       help="dropout of the body and the classifier while fine-tuning (default: 0.1 for a small "
+                            "model, else the checkpoint's hidden_dropout_prob and attention_probs_dropout_prob; the "
+                            "log shows which)")
+    model.add_argument("--long-texts", choices=("truncate", "windows"), default=None,
+                       help="texts longer than --max-length: cut at it, or read whole as overlapping windows whose "
+                            "logits are averaged, in training, evaluation and 'minibert predict' (default: windows "
+                            "for a model of fewer than 128 positions such as the mini, else truncate)")
+    model.add_argument("--window-overlap", type=int, default=None, metavar="N",
+                       help="tokens that neighbouring windows share (default: a quarter of --max-length)")
     model.add_argument("--recompute", action="store_true",
                        help="activation recompute: keep only each layer's input and compute the layer again in the "
                             "backward: far less memory for long texts or large batches, about one more forward per "
                             "step, the same numbers bit for bit")
+    model.add_argument("--adapt-steps", type=int, default=None, metavar="N",
+                       help="first go on pre-training the model (masked LM) for N steps on the training texts, "
+                            "without their labels: task-adaptive pre-training, for a model pre-trained on other "
+                            "text; needs the checkpoint's masked-LM head (a 'minibert pretrain' run) (default: none)")
+    model.add_argument("--adapt-lr", type=float, default=2e-4, metavar="LR",
+                       help="peak learning rate of --adapt-steps (default 2e-4)")
     model.add_argument("--select-metric", choices=("accuracy", "macro_f1", "f1", "token_accuracy", "exact_match"),
                        help="eval number that picks the best epoch (default: accuracy for sequence, entity F1 for "
                             "tokens, F1 for qa)")
@@ -206,6 +224,7 @@ def run(args) -> int:
 def _run_sequence(args, comm) -> int:
     from minibert.finetune.data import label_ids
     from minibert.finetune.loading import load_for_finetuning
+    from minibert.finetune.recipe import describe
     from minibert.finetune.metrics import format_report
     from minibert.finetune.plots import save_confusion_matrix
     from minibert.finetune.train import encode_examples, evaluate, evaluation, train_classifier
@@ -227,7 +246,7 @@ def _run_sequence(args, comm) -> int:
         from minibert.finetune.baseline import _import_sklearn
         _import_sklearn()
         return _baseline_only(args, train, eval_, test, label_names, source, out, started, log)
-    checkpoint, tokenizer_dir, config, settings, out = setup_training(args, "sequence")
+    checkpoint, tokenizer_dir, config, settings, out = setup_training(args, "sequence", len(train))
     max_length = settings.max_length
     if args.baseline:
         from minibert.finetune.baseline import _import_sklearn
@@ -239,29 +258,57 @@ def _run_sequence(args, comm) -> int:
     log(f"model: {checkpoint}")
     log(max_length_line(args, config, checkpoint, settings, "sequence"))
     tokenizer = load_checked_tokenizer(tokenizer_dir, config, checkpoint)
-    model = load_for_finetuning(checkpoint, label_names, seed=args.seed, log=log)
-    apply_dropout(model, args.dropout, log)
+    if args.adapt_steps:
+        import tempfile
+        from minibert.finetune.adapt import adapt
+        with tempfile.TemporaryDirectory(prefix="minibert-adapted-") as folder:
+            adapted = adapt(checkpoint, tokenizer, train.texts, max_length, args.adapt_steps, args.adapt_lr,
+                            Path(folder), settings.batch_size, args.seed, log, not args.no_progress and comm.is_root)
+            model = load_for_finetuning(adapted, label_names, seed=args.seed, log=log)
+    else:
+        model = load_for_finetuning(checkpoint, label_names, seed=args.seed, log=log)
+    apply_dropout(model, settings.dropout, log, "--dropout" if args.dropout is not None else "the recipe")
     model.set_recompute(args.recompute)
     label2id = model.label2id
     pad_id = tokenizer.pad_token_id
     progress = not args.no_progress
     splits = splits_of_this_rank(comm, train, eval_, test)  # (rank 0 alone evaluates and tests)
-    encoded = {name: encode_examples(tokenizer, ex, max_length, progress) for name, ex in splits.items()}
     y = {name: label_ids(ex, label2id) for name, ex in splits.items()}
-    truncated = sum(len(ids) >= max_length for ids, _ in encoded["train"])
-    log(f"tokens: {truncated} of {len(train)} training examples reach the max length (truncated)")
-    steps = math.ceil(len(train) / settings.batch_size) * settings.epochs
+    owner = {}  # with windows: the text each window belongs to, per split
+    if settings.long_texts == "windows":
+        from minibert.finetune.windows import encode_windows
+        encoded = {}
+        for name, ex in splits.items():
+            encoded[name], owner[name] = encode_windows(tokenizer, ex, max_length, settings.window_overlap, progress)
+        long = int((np.bincount(owner["train"]) > 1).sum())
+        log(f"tokens: {long} of {len(train)} training texts are longer than {max_length} tokens and are read as "
+            f"overlapping windows ({settings.window_overlap} tokens shared): {len(encoded['train'])} training "
+            f"windows; a text's prediction is the mean of its windows' logits")
+        y_train = y["train"][owner["train"]]  # (W,) each window has its text's label
+    else:
+        encoded = {name: encode_examples(tokenizer, ex, max_length, progress) for name, ex in splits.items()}
+        truncated = sum(len(ids) >= max_length for ids, _ in encoded["train"])
+        log(f"tokens: {truncated} of {len(train)} training examples reach the max length (truncated)")
+        y_train = y["train"]
+    if args.epochs is None:  # windows are examples too: the epochs that give the recipe's steps
+        from minibert.finetune.recipe import epochs_for
+        settings.epochs = epochs_for(len(encoded["train"]), settings.batch_size)
+    log(describe(settings, settings.recipe, settings.recipe_flags) + " (docs/finetuning.md; flags override)")
+    steps = math.ceil(len(encoded["train"]) / settings.batch_size) * settings.epochs
     if steps < FEW_STEPS:
-        log(f"note: only {counted(steps, 'optimizer step')} ({counted(len(train), 'example')}, --epochs "
+        log(f"note: only {counted(steps, 'optimizer step')} ({counted(len(encoded['train']), 'example')}, --epochs "
             f"{settings.epochs}, --batch-size {settings.batch_size}); a small data set usually needs more, e.g. "
             f"--epochs 10 --batch-size 8 (see docs/finetuning.md)")
 
     # ---- train; the best epoch is saved as it happens, so an interrupted run still leaves a model, with what
     # `minibert predict` needs to read texts as training did
-    record = {"task_type": "sequence", "max_length": max_length, "text_pairs": train.text_pairs is not None}
-    result = train_classifier(model, encoded["train"], y["train"], encoded.get("eval"), y.get("eval"), label_names,
+    record = {"task_type": "sequence", "max_length": max_length, "text_pairs": train.text_pairs is not None,
+              "long_texts": settings.long_texts}
+    if settings.long_texts == "windows":
+        record["window_overlap"] = settings.window_overlap
+    result = train_classifier(model, encoded["train"], y_train, encoded.get("eval"), y.get("eval"), label_names,
                               settings, pad_id, on_best=best_model_saver(args, out, tokenizer, comm, record), log=log,
-                              comm=comm)
+                              comm=comm, eval_owner=owner.get("eval"))
     if not comm.is_root:  # (--procs: rank 0 tests, reports and writes)
         return 0
     summary = {
@@ -275,7 +322,7 @@ def _run_sequence(args, comm) -> int:
     if test is not None:
         with evaluation(comm):
             summary["test"] = evaluate(model, encoded["test"], y["test"], label_names, pad_id, progress=progress,
-                                       desc="testing")
+                                       desc="testing", owner=owner.get("test"))
     report_split = "test" if test is not None else "eval"
     final = summary[report_split]
     log(f"\nbest epoch {result['best_epoch']}, {report_split} split ({counted(final['num_examples'], 'example')}):")

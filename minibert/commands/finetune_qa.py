@@ -118,8 +118,10 @@ def run_qa(args, comm) -> int:
         f"windows of up to {L} tokens (stride {stride})")
     log(f"model: {checkpoint}")
     log(max_length_line(args, config, checkpoint, settings, "qa"))
+    from minibert.finetune.recipe import describe
+    log(describe(settings, settings.recipe, settings.recipe_flags) + " (docs/finetuning.md; flags override)")
     model = load_for_finetuning(checkpoint, None, seed=args.seed, log=log, cls=BertForQuestionAnswering)
-    apply_dropout(model, args.dropout, log)
+    apply_dropout(model, settings.dropout, log, "--dropout" if args.dropout is not None else "the recipe")
     model.set_recompute(args.recompute)
     pad_id = tokenizer.pad_token_id
     steps = math.ceil(len(windows['train']) / settings.batch_size) * settings.epochs

@@ -24,11 +24,14 @@ MIN_MAX_LENGTH = {"sequence": (3, "[CLS] text [SEP]"), "pairs": (5, "[CLS] text 
                   "tokens": (3, "[CLS] word [SEP]"), "qa": (5, "[CLS] question [SEP] context [SEP]")}
 
 
-def setup_training(args, task_type):
+def setup_training(args, task_type, num_train: int | None = None):
     """Every model-side check of a fine-tuning run, before anything is loaded: the model folder, --max-length,
-    the training settings, --dropout and --out. Returns (checkpoint, tokenizer folder, config, settings, out)."""
+    the training settings (the flags given, the recipe of the model and `num_train` training examples for the
+    others: finetune/recipe.py), --dropout and --out. Returns (checkpoint, tokenizer folder, config, settings,
+    out)."""
     from minibert.config import BertConfig
     from minibert.finetune.model_source import resolve_model
+    from minibert.finetune.recipe import choose_recipe, epochs_for
     from minibert.finetune.train import Settings
 
     select = args.select_metric or DEFAULT_SELECT[task_type]
@@ -48,13 +51,33 @@ def setup_training(args, task_type):
         where = f"--max-length {max_length}" if args.max_length is not None else f"max length {max_length} ({origin})"
         raise ValueError(f"{where} leaves no room for {layout} with one token of each part at least; give "
                          f"--max-length {minimum} or more")
-    settings = Settings(epochs=args.epochs, lr=args.lr, batch_size=args.batch_size, max_length=max_length,
-                        warmup_ratio=args.warmup_ratio, weight_decay=args.weight_decay,
-                        max_grad_norm=args.max_grad_norm, seed=args.seed, select_metric=select,
-                        group_by_length=not args.no_group_by_length, progress=not args.no_progress)
-    settings.validate()
     if args.dropout is not None and not 0.0 <= args.dropout < 1.0:
         raise ValueError(f"--dropout must be in [0, 1), got {args.dropout}")
+    given = {"lr": args.lr, "epochs": args.epochs, "dropout": args.dropout,
+             "long_texts": getattr(args, "long_texts", None), "window_overlap": getattr(args, "window_overlap", None)}
+    pairs = bool(getattr(args, "text_pair_column", None))
+    if given["long_texts"] == "windows" and pairs:
+        raise ValueError("--long-texts windows cuts single texts; text pairs (--text-pair-column) are truncated, "
+                         "longest first: drop --long-texts windows")
+    overlap = given["window_overlap"]
+    if overlap is not None and not 0 <= overlap < max_length - 2:
+        raise ValueError(f"--window-overlap {overlap} must be at least 0 and below the {max_length - 2} word pieces "
+                         f"of a window (max length {max_length} minus [CLS] and [SEP])")
+    adapt_steps = getattr(args, "adapt_steps", None)
+    if adapt_steps is not None and (adapt_steps < 0 or not args.adapt_lr > 0):
+        raise ValueError(f"--adapt-steps must be >= 0 and --adapt-lr positive, got {adapt_steps} and {args.adapt_lr}")
+    if adapt_steps:
+        from minibert.finetune.adapt import check_adaptable
+        check_adaptable(checkpoint)
+    recipe = choose_recipe(config, max_length, given, task_type, pairs)
+    epochs = recipe.epochs or epochs_for(num_train or 1, args.batch_size)  # (sequence: set again once tokenized)
+    settings = Settings(epochs=epochs, lr=recipe.lr, batch_size=args.batch_size, max_length=max_length,
+                        warmup_ratio=args.warmup_ratio, weight_decay=args.weight_decay,
+                        max_grad_norm=args.max_grad_norm, seed=args.seed, select_metric=select,
+                        group_by_length=not args.no_group_by_length, dropout=recipe.dropout,
+                        long_texts=recipe.long_texts, window_overlap=recipe.window_overlap,
+                        recipe=recipe.kind, recipe_flags=recipe.flags, progress=not args.no_progress)
+    settings.validate()
     return checkpoint, tokenizer_dir, config, settings, _out_dir(args)
 
 
@@ -144,16 +167,16 @@ def load_checked_tokenizer(tokenizer_dir, config, checkpoint):
     return tokenizer
 
 
-def apply_dropout(model, dropout, log):
-    """--dropout for the body and the head (saved in config.json too, as the model was trained); without it the
-    checkpoint's own. The log says which, because a `minibert pretrain` or `distill` checkpoint carries
-    pre-training's default of 0 (short runs learn faster without), which fine-tuning then keeps unless told."""
+def apply_dropout(model, dropout, log, origin: str = "--dropout"):
+    """Dropout for the body and the head (saved in config.json too, as the model was trained): --dropout, or the
+    recipe's (origin says which); None: the checkpoint's own. The log says which, because a `minibert pretrain`
+    or `distill` checkpoint carries pre-training's default of 0 (short runs learn faster without)."""
     key = getattr(model, "dropout_key", "classifier_dropout")  # (DistilBERT's classifier: seq_classif_dropout)
     if dropout is not None:
         model.config.hidden_dropout_prob = model.config.attention_probs_dropout_prob = dropout
         if hasattr(model, "classifier_dropout"):
             model.config.extra[key] = model.classifier_dropout = dropout
-        log(f"dropout {dropout} (--dropout)")
+        log(f"dropout {dropout} ({origin})")
         return
     config = model.config
     values = {"attention": config.attention_probs_dropout_prob,
@@ -239,7 +262,8 @@ DEFAULT_EVAL_SPLIT = 0.1
 TASK_OPTIONS = {"--baseline": ("baseline", "sequence"), "--baseline-only": ("baseline_only", "sequence"),
                 "--text-column": ("text_column", "sequence"), "--label-column": ("label_column", "sequence"),
                 "--text-pair-column": ("text_pair_column", "sequence"), "--doc-stride": ("doc_stride", "qa"),
-                "--max-answer-length": ("max_answer_length", "qa")}
+                "--max-answer-length": ("max_answer_length", "qa"), "--long-texts": ("long_texts", "sequence"),
+                "--window-overlap": ("window_overlap", "sequence"), "--adapt-steps": ("adapt_steps", "sequence")}
 KINDS = {"sequence": "text classification", "tokens": "token classification (--task-type tokens)",
          "qa": "question answering (--task-type qa)"}
 

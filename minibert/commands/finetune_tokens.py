@@ -79,10 +79,12 @@ def run_tokens(args, comm) -> int:
         f"sentences; tags: {', '.join(tag_names)}")
     log(f"model: {checkpoint}")
     log(max_length_line(args, config, checkpoint, settings, "tokens"))
+    from minibert.finetune.recipe import describe
+    log(describe(settings, settings.recipe, settings.recipe_flags) + " (docs/finetuning.md; flags override)")
     tokenizer = load_checked_tokenizer(tokenizer_dir, config, checkpoint)
     _check_words_fit(args, prepared, settings, tokenizer)
     model = load_for_finetuning(checkpoint, tag_names, seed=args.seed, log=log, cls=BertForTokenClassification)
-    apply_dropout(model, args.dropout, log)
+    apply_dropout(model, settings.dropout, log, "--dropout" if args.dropout is not None else "the recipe")
     model.set_recompute(args.recompute)
     tag2id, pad_id = model.label2id, tokenizer.pad_token_id
     encoded = {name: encode_tagged(tokenizer, data, tag2id, settings.max_length)  # (rank 0 alone evaluates and tests)

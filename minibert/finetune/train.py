@@ -47,6 +47,11 @@ class Settings:
     seed: int = 0
     select_metric: str = "accuracy"  # which eval number decides the best epoch
     group_by_length: bool = True  # batches of similar lengths: less padding, same examples per epoch
+    dropout: float | None = None  # of the body and the head; None: the checkpoint's own
+    long_texts: str = "truncate"  # or "windows": a long text is read as overlapping windows (windows.py)
+    window_overlap: int = 0  # tokens that neighbouring windows share
+    recipe: str = ""  # which recipe chose the values no flag gave (recipe.py)
+    recipe_flags: tuple = ()  # the values that flags gave instead
     progress: bool = True
 
     def validate(self):
@@ -135,9 +140,14 @@ def softmax(logits: np.ndarray) -> np.ndarray:
 
 
 def evaluate(model, encoded, y: np.ndarray, label_names, pad_id, batch_size=64, progress=False,
-             desc="evaluating") -> dict:
-    """Metrics (accuracy, macro-F1, per class, confusion matrix) and the mean cross-entropy."""
+             desc="evaluating", owner: np.ndarray | None = None) -> dict:
+    """Metrics (accuracy, macro-F1, per class, confusion matrix) and the mean cross-entropy. owner: the text each
+    of `encoded` belongs to when texts were cut into windows (windows.py): a text's logits are then the mean of
+    its windows', and y has one label per text."""
     logits = predict_logits(model, encoded, pad_id, batch_size, progress, desc).astype(np.float64)
+    if owner is not None:
+        from minibert.finetune.windows import pool_windows
+        logits = pool_windows(logits, owner, len(y))
     probs = softmax(logits)
     metrics = classification_metrics(y, logits.argmax(axis=-1), label_names)
     metrics["loss"] = float(-np.log(np.maximum(probs[np.arange(len(y)), y], 1e-300)).mean())
@@ -230,13 +240,15 @@ class evaluation:
 
 
 def train_classifier(model, train_encoded, y_train, eval_encoded, y_eval, label_names, settings: Settings,
-                     pad_id: int, on_best=None, log=print, comm=None) -> dict:
-    """Fine-tune a sequence classifier in place (see `fit`); eval reports accuracy and macro-F1."""
+                     pad_id: int, on_best=None, log=print, comm=None, eval_owner=None) -> dict:
+    """Fine-tune a sequence classifier in place (see `fit`); eval reports accuracy and macro-F1. y_train has one
+    label per training example (a window of a long text has its text's); eval_owner: see `evaluate`."""
     def correct(out, chosen):
         return int((out.logits.argmax(-1) == y_train[chosen]).sum())
 
     return fit(model, train_encoded, lambda chosen, T: {"labels": y_train[chosen]},
-               lambda: evaluate(model, eval_encoded, y_eval, label_names, pad_id, progress=settings.progress),
+               lambda: evaluate(model, eval_encoded, y_eval, label_names, pad_id, progress=settings.progress,
+                                owner=eval_owner),
                settings, pad_id, headline=("accuracy", "macro_f1"), on_best=on_best, log=log, count_correct=correct,
                comm=comm)
 

@@ -1,0 +1,77 @@
+"""The fine-tuning recipe a run uses when its flags do not say: chosen from the model and the data.
+
+Two kinds of starting model want different recipes:
+
+- a published-size checkpoint (hidden size above SMALL_HIDDEN, e.g. all-MiniLM-L6-v2 or BERT-base): BERT's own
+  recipe, a small learning rate (3e-5) that adjusts well-trained weights without erasing them;
+- a small model pre-trained from scratch (hidden size SMALL_HIDDEN or less, e.g. `minibert pretrain`'s mini):
+  a learning rate ten times higher, as small models are fine-tuned (ELECTRA-Small: 3e-4), since its [CLS]
+  vector and pooler were never trained for sentences, and dropout 0.1 where pre-training used none.
+
+Both take as many epochs as give the run at least MIN_STEPS optimizer steps (at least 3, at most MAX_EPOCHS):
+541 training texts at batch 32 are 17 steps an epoch, and 3 epochs of them leave a classifier at the majority
+class. Texts longer than the model's window are read whole, as overlapping windows (windows.py), when the model
+has fewer than WINDOWS_BELOW positions; a longer model truncates them, as before.
+
+Every value is a default only: a flag given on the command line wins, and the log says which values came from
+where. docs/finetuning.md has the experiments these numbers come from.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+SMALL_HIDDEN = 256  # hidden size of the largest model that gets the small-model recipe (the mini has 192)
+MIN_STEPS = 300  # optimizer steps a run gets at least, through more epochs
+MAX_EPOCHS = 20
+WINDOWS_BELOW = 128  # models with fewer positions read long texts as windows (the mini has 64)
+
+
+@dataclass
+class Recipe:
+    lr: float
+    epochs: int | None  # None: epochs_for(the number of training examples), once they are known
+    dropout: float | None  # None: the checkpoint's own
+    long_texts: str  # "truncate" or "windows"
+    window_overlap: int
+    kind: str  # which recipe, for the log
+    flags: tuple = ()  # the values that flags gave rather than the recipe
+
+
+def epochs_for(num_examples: int, batch_size: int) -> int:
+    """Enough epochs for MIN_STEPS optimizer steps over num_examples training examples (windows count as
+    examples), at least 3 and at most MAX_EPOCHS."""
+    steps_per_epoch = max(1, math.ceil(num_examples / batch_size))
+    return min(MAX_EPOCHS, max(3, math.ceil(MIN_STEPS / steps_per_epoch)))
+
+
+def model_kind(config) -> str:
+    return "small" if config.hidden_size <= SMALL_HIDDEN else "published"
+
+
+def choose_recipe(config, max_length: int, given: dict, task_type: str = "sequence", pairs: bool = False) -> Recipe:
+    """The recipe for a model (its BertConfig) at a run's max length. `given`: the values set by flags (None for
+    those not given), which win. Windows apply to the single texts of text classification only (pairs are
+    truncated, longest first); epochs are 3 for --task-type tokens and qa."""
+    small = model_kind(config) == "small"
+    values = {"lr": 5e-4 if small else 3e-5, "dropout": 0.1 if small else None,
+              "epochs": None if task_type == "sequence" else 3,
+              "long_texts": ("windows" if task_type == "sequence" and not pairs and config.max_tokens < WINDOWS_BELOW
+                             else "truncate"),
+              "window_overlap": max_length // 4}
+    flags = tuple(name for name in values if given.get(name) is not None)
+    values.update({name: given[name] for name in flags})
+    kind = (f"small model (hidden size {config.hidden_size} <= {SMALL_HIDDEN})" if small else
+            f"published-size model (hidden size {config.hidden_size} > {SMALL_HIDDEN}), BERT's recipe")
+    return Recipe(kind=kind, flags=flags, **values)
+
+
+def describe(settings, kind: str, flags=()) -> str:
+    """The log's line: the recipe's kind and the values it chose, those of flags marked."""
+    mark = lambda name: " (flag)" if name in flags else ""  # noqa: E731
+    dropout = settings.dropout if settings.dropout is not None else "of the checkpoint"
+    texts = (f"long texts as windows sharing {settings.window_overlap} tokens" if settings.long_texts == "windows"
+             else "long texts truncated")
+    return (f"recipe: {kind}: lr {settings.lr:g}{mark('lr')}, {settings.epochs} epochs{mark('epochs')}, dropout "
+            f"{dropout}{mark('dropout')}, {texts}{mark('long_texts')}")
