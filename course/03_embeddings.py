@@ -14,12 +14,6 @@
 #   small experiment on whether the choice matters for a tiny model.
 
 # %%
-import os
-
-# NumPy's exact GELU rather than the numba-compiled one: compiling it takes longer than the small models of this
-# chapter run (minibert/layers/activations.py).
-os.environ.setdefault("MINIBERT_NUMBA", "0")
-
 import time
 import warnings
 
