@@ -52,12 +52,12 @@ def normal_cdf(x, exp_half_x2):
     check_float(x, "normal_cdf")
     if x.dtype == np.float64:
         return 0.5 * (1.0 + np.asarray(_exact_erf(x * SQRT_HALF), dtype=np.float64))
-    t = 1.0 / (1.0 + AS_P * SQRT_HALF * np.abs(x))  # t = 1 / (1 + p |x| / sqrt(2))
-    poly = AS_A[0] * t
+    t = 1.0 / (1.0 + AS_P * SQRT_HALF * np.abs(x))  # (..., F) t = 1 / (1 + p |x| / sqrt(2))
+    poly = AS_A[0] * t  # (..., F)
     for a in AS_A[1:]:
         poly = (poly + a) * t  # Horner: (((a5 t + a4) t + a3) t + a2) t + a1) t
-    half_erf = 0.5 - 0.5 * (poly * exp_half_x2)  # 0.5 erf(|x| / sqrt(2)) = Phi(|x|) - 0.5, from erfc = poly e
-    return 0.5 + np.copysign(half_erf, x)
+    half_erf = 0.5 - 0.5 * (poly * exp_half_x2)  # (..., F) 0.5 erf(|x| / sqrt(2)) = Phi(|x|) - 0.5; erfc = poly e
+    return 0.5 + np.copysign(half_erf, x)  # (..., F) Phi(x): erf is odd
 
 
 # ---------------------------------------------------------------------------- exact GELU
@@ -85,34 +85,16 @@ def gelu_tanh_forward(x, for_backward=True):
     """0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))): 'gelu_new' / 'gelu_pytorch_tanh'. (for_backward=False:
     no cache, as every activation of ACTIVATIONS.) x: float32 or float64 (else TypeError)."""
     check_float(x, "gelu_tanh_forward")
-    x2 = x * x  # x*x*x, never x**3: NumPy's power is ~200x slower
-    u = x2 * 0.044715
-    u += 1.0
-    u *= x
-    u *= SQRT_2_OVER_PI  # sqrt(2/pi) (x + 0.044715 x^3)
-    t = np.tanh(u, out=u)
-    out = t + 1.0
-    out *= 0.5
-    out *= x
-    return out, (x, t) if for_backward else None
+    # x*x*x, never x**3: NumPy's power is ~200x slower
+    t = np.tanh((x * x * 0.044715 + 1.0) * x * SQRT_2_OVER_PI)  # (..., F)
+    return (t + 1.0) * 0.5 * x, (x, t) if for_backward else None  # (..., F)
 
 
 def gelu_tanh_backward(dout, cache):
     x, t = cache
     # d/dx = 0.5 (1 + t) + 0.5 x (1 - t^2) sqrt(2/pi) (1 + 3 * 0.044715 x^2)
-    du = x * x
-    du *= 3 * 0.044715
-    du += 1.0
-    du *= SQRT_2_OVER_PI
-    sech2 = t * t
-    np.subtract(1.0, sech2, out=sech2)
-    du *= sech2
-    du *= x
-    du += t
-    du += 1.0
-    du *= 0.5
-    du *= dout
-    return du
+    du = (x * x * (3 * 0.044715) + 1.0) * SQRT_2_OVER_PI * (1.0 - t * t) * x  # (..., F)
+    return (du + t + 1.0) * 0.5 * dout  # (..., F)
 
 
 # ---------------------------------------------------------------------------- ReLU and tanh
