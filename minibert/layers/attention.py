@@ -77,7 +77,7 @@ def self_attention_backward(dcontext, cache, grads, prefix):
     np.matmul(dscores.transpose(0, 1, 3, 2), q, out=dqkv[1])  # dk (B, A, T, D); q carries the scale
     dqkv = dqkv.transpose(1, 3, 0, 2, 4).reshape(B * T, 3 * H)  # (B*T, 3H), the layout of the qkv matmul
     dw_qkv = dqkv.T @ x.reshape(B * T, H)  # (3H, H) w.r.t. the scaled weights
-    db_qkv = dqkv.sum(axis=0)  # (3H,)
+    db_qkv = dqkv.sum(axis=0, dtype=np.float64)  # (3H,) in float64, as linear.py's bias gradient
     dw_qkv[:H] *= scale  # chain rule through the folded scale: d/dWq = scale * d/d(scale Wq)
     db_qkv[:H] *= scale
     for i, n in enumerate(("query", "key", "value")):

@@ -28,8 +28,8 @@ def layernorm_backward(dout, cache, w, dw, db):
     xhat, rstd = cache
     H = xhat.shape[-1]
     d2, x2 = dout.reshape(-1, H), xhat.reshape(-1, H)  # (N, H)
-    dw += np.einsum("nh,nh->h", d2, x2)  # (H,) sum over tokens of dout * xhat
-    db += d2.sum(axis=0)  # (H,)
+    dw += np.einsum("nh,nh->h", d2, x2, dtype=np.float64)  # (H,) sum over tokens of dout * xhat, in float64
+    db += d2.sum(axis=0, dtype=np.float64)  # (H,) (sums over tokens: see linear.py)
     g = d2 * w  # (N, H) gradient w.r.t. xhat
     g_mean = np.einsum("nh->n", g)[:, None] / H  # (N, 1)
     gx_mean = np.einsum("nh,nh->n", g, x2)[:, None] / H  # (N, 1) mean of g * xhat

@@ -1,4 +1,9 @@
-"""Linear layer: out = x @ w.T + b, with w stored as Hugging Face stores it, (out_features, in_features)."""
+"""Linear layer: out = x @ w.T + b, with w stored as Hugging Face stores it, (out_features, in_features).
+
+The bias gradient is a sum over every token of the batch, thousands of float32 rows: it is accumulated in
+float64, so that its rounding does not depend on how the rows are split (one process or several)."""
+
+import numpy as np
 
 
 def linear_forward(x, w, b):
@@ -17,5 +22,5 @@ def linear_backward(dout, cache, w, dw, db):
     d2 = dout.reshape(-1, dout.shape[-1])  # (N, O)
     dw += d2.T @ x2  # (O, I)
     if db is not None:
-        db += d2.sum(axis=0)  # (O,)
+        db += d2.sum(axis=0, dtype=np.float64)  # (O,)
     return (d2 @ w).reshape(*dout.shape[:-1], w.shape[1])  # (..., I)
