@@ -11,7 +11,8 @@ Jobs (higher is faster):
                OPENBLAS_NUM_THREADS=1 and =2 (2: one batch per core, as `minibert embed` runs), after a warm-up
   finetune     MiniLM fine-tuning steps/s: batch 32 x 128 tokens, dropout 0.1, one process on --threads BLAS
                threads, the median of --steps steps after one untimed step
-Prints each job's median over the rounds for a and b, and the ratio b / a.
+Prints each job's median over the rounds for a and b, and the ratio b / a. The environment is passed on to every
+job, except the BLAS thread counts the embed and finetune jobs set.
 """
 
 import argparse
