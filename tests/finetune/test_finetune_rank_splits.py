@@ -10,6 +10,7 @@ import pytest
 import minibert.finetune.qa_features as qa_features
 import minibert.finetune.tagging as tagging
 import minibert.finetune.train as train_module
+import minibert.finetune.windows as windows_module
 from finetune_helpers import make_examples, make_model_dir, write_rows
 from heads_helpers import make_tiny_model_dir
 from minibert.commands import finetune
@@ -28,13 +29,22 @@ def parse(argv):
     return parser.parse_args([*map(str, argv), "--no-progress", "--procs", "2"])
 
 
-def sequence_run(tmp_path):
+def _sequence_args(tmp_path, long_texts):
     write_rows(tmp_path / "train.csv", make_examples(40, seed=1))
     write_rows(tmp_path / "eval.csv", make_examples(12, seed=2))
     write_rows(tmp_path / "test.csv", make_examples(9, seed=3))
-    args = ["--model", make_model_dir(tmp_path / "model"), "--train", tmp_path / "train.csv",
-            "--eval", tmp_path / "eval.csv", "--test", tmp_path / "test.csv"]
+    return ["--model", make_model_dir(tmp_path / "model"), "--train", tmp_path / "train.csv",
+            "--eval", tmp_path / "eval.csv", "--test", tmp_path / "test.csv", "--long-texts", long_texts]
+
+
+def sequence_run(tmp_path):
+    args = _sequence_args(tmp_path, "truncate")
     return finetune._run_sequence, args, (train_module, "encode_examples"), "train_classifier"
+
+
+def sequence_windows_run(tmp_path):  # texts read as windows tokenize through encode_windows instead
+    args = _sequence_args(tmp_path, "windows")
+    return finetune._run_sequence, args, (windows_module, "encode_windows"), "train_classifier"
 
 
 def tokens_run(tmp_path):
@@ -54,7 +64,8 @@ def qa_run(tmp_path):
     return run_qa, args, (qa_features, "build_windows"), "fit"
 
 
-@pytest.mark.parametrize("make_run", [sequence_run, tokens_run, qa_run], ids=["sequence", "tokens", "qa"])
+@pytest.mark.parametrize("make_run", [sequence_run, sequence_windows_run, tokens_run, qa_run],
+                         ids=["sequence", "sequence-windows", "tokens", "qa"])
 def test_only_rank_0_tokenizes_the_eval_and_test_data(tmp_path, monkeypatch, make_run):
     # run: the command's function for its ranks; (module, encode_name): the function that tokenizes one data set,
     # encode(tokenizer, data, ...); loop_name: the training loop in finetune/train.py that the command calls.
