@@ -114,24 +114,35 @@ def test_conll_2003s_own_file_names_are_read_as_conll(data, tmp_path, capsys):
 
 # ---------------------------------------------------------------------------------------------------- dropout
 def test_the_log_says_which_dropout_the_run_uses_and_where_it_came_from(data, tmp_path, capsys):
-    model = tmp_path / "pretrained"
-    make_model_dir(model)
-    config = json.loads((model / "config.json").read_text())
-    config["hidden_dropout_prob"] = config["attention_probs_dropout_prob"] = 0.0  # as `minibert pretrain` writes
-    (model / "config.json").write_text(json.dumps(config))
-    argv = ["finetune", "--model", str(model), "--train", str(data / "train.csv"), "--epochs", "1", "--no-progress",
-            "--procs", "1"]
+    def pretrained(folder, hidden_size):  # dropout 0, as `minibert pretrain` writes
+        make_model_dir(folder, hidden_size=hidden_size)
+        config = json.loads((folder / "config.json").read_text())
+        config["hidden_dropout_prob"] = config["attention_probs_dropout_prob"] = 0.0
+        (folder / "config.json").write_text(json.dumps(config))
+        return ["finetune", "--model", str(folder), "--train", str(data / "train.csv"), "--epochs", "1",
+                "--no-progress", "--procs", "1"]
 
+    def dropout_lines():
+        return [line for line in capsys.readouterr().out.splitlines() if line.startswith("dropout ")]
+
+    # a published-size model (hidden size above 256) keeps the checkpoint's dropout, and the log says so
+    argv = pretrained(tmp_path / "published", hidden_size=288)
     assert main([*argv, "--out", str(tmp_path / "kept")]) == 0
-    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("dropout ")]
+    lines = dropout_lines()
     assert len(lines) == 1 and lines[0].startswith("dropout 0.0 ") and "checkpoint's config.json" in lines[0]
     assert "--dropout 0.1" in lines[0]  # what BERT fine-tunes with, since 0 is rarely what is meant
     saved = json.loads((tmp_path / "kept" / "config.json").read_text())
-    assert saved["hidden_dropout_prob"] == 0.0  # the default behaviour is unchanged: the checkpoint's dropout
+    assert saved["hidden_dropout_prob"] == 0.0
+
+    # a small model gets the recipe's 0.1, saved with the model as it was trained
+    argv = pretrained(tmp_path / "small", hidden_size=32)
+    assert main([*argv, "--out", str(tmp_path / "recipe")]) == 0
+    assert dropout_lines() == ["dropout 0.1 (the recipe)"]
+    saved = json.loads((tmp_path / "recipe" / "config.json").read_text())
+    assert saved["hidden_dropout_prob"] == saved["attention_probs_dropout_prob"] == 0.1
 
     assert main([*argv, "--dropout", "0.2", "--out", str(tmp_path / "given")]) == 0
-    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("dropout ")]
-    assert lines == ["dropout 0.2 (--dropout)"]
+    assert dropout_lines() == ["dropout 0.2 (--dropout)"]
 
 
 # ---------------------------------------------------------------------------------------------------- windows
