@@ -252,7 +252,12 @@ plt.show()
 
 # %% [markdown]
 # The command line does all of this on the whole task, with the baseline beside it:
-# `minibert finetune --task wiki-topics --model minilm --baseline` (docs/finetuning.md).
+# `minibert finetune --task wiki-topics --model minilm --baseline` (docs/finetuning.md). Its settings come from
+# a recipe chosen by the model (minibert/finetune/recipe.py), and the log's `recipe:` line says which values it
+# took and which came from flags: MiniLM, with $H = 384$, gets BERT's own learning rate of 3e-5 and keeps its
+# checkpoint's dropout; a small model such as `minibert pretrain`'s mini ($H \le 256$) gets 5e-4 and dropout 0.1,
+# and reads texts longer than its 64 positions as overlapping windows. Both train for as many epochs as give at
+# least 300 optimizer steps (3 to 20); `--epochs`, `--lr`, `--dropout` and `--long-texts` override.
 #
 # ## Token classification: a tag per word
 #
