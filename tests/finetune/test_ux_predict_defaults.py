@@ -48,13 +48,15 @@ def without_record(folder, tmp_path):
 
 @pytest.fixture(scope="module")
 def classifier(tmp_path_factory):
-    """A tiny classifier fine-tuned on 8 tokens per text (positions: 32), most texts longer than that."""
+    """A tiny classifier fine-tuned on 8 tokens per text (positions: 32), most texts longer than that and cut there
+    (--long-texts truncate; a model of so few positions would otherwise read them as windows)."""
     root = tmp_path_factory.mktemp("classifier")
     model = make_model_dir(root / "model")
     train = write_rows(root / "train.csv", make_examples(90, seed=0))
     test = write_rows(root / "test.csv", make_examples(30, seed=2))
     summary = finetune(["--model", model, "--train", train, "--test", test, "--max-length", 8, "--epochs", 3,
-                        "--lr", 3e-3, "--batch-size", 16, "--warmup-ratio", 0, "--out", root / "out"])
+                        "--lr", 3e-3, "--batch-size", 16, "--warmup-ratio", 0, "--long-texts", "truncate",
+                        "--out", root / "out"])
     return root, root / "out", summary
 
 
