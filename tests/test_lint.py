@@ -23,6 +23,9 @@ LONG_FILES = {
 LONG_FUNCTIONS = {
     "minibert/commands/pretrain.py:add_arguments": "one argparse option after another: a table of options, not logic",
     "minibert/commands/predict.py:run": "the command read top to bottom: load, check, predict, write",
+    "minibert/commands/finetune.py:add_arguments": "one argparse option after another: a table of options, not logic",
+    "minibert/commands/finetune.py:_run_sequence": "the command read top to bottom: check, load, tokenize, train, "
+                                                   "test, write",
     "benchmarks/pretrain_reference.py:main": "a benchmark's one scenario, read top to bottom",
 }
 

@@ -20,7 +20,7 @@ where. docs/finetuning.md has the experiments these numbers come from.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 SMALL_HIDDEN = 256  # hidden size of the largest model that gets the small-model recipe (the mini has 192)
 MIN_STEPS = 300  # optimizer steps a run gets at least, through more epochs

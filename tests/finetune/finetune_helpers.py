@@ -19,8 +19,8 @@ def make_model_dir(path, seed=0, max_position_embeddings=32, hidden_size=32):
     """A randomly initialised tiny BertForPreTraining checkpoint with a vocab.txt of the words above (a hidden size
     above 256 makes it a published-size model to finetune/recipe.py)."""
     tokenizer = WordPieceTokenizer(SPECIALS + FILLERS + list(KEYWORDS) + ["!", "unseen"])
-    config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=hidden_size, num_hidden_layers=2, num_attention_heads=2,
-                        intermediate_size=64, max_position_embeddings=max_position_embeddings)
+    config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=hidden_size, num_hidden_layers=2,
+                        num_attention_heads=2, intermediate_size=64, max_position_embeddings=max_position_embeddings)
     BertForPreTraining(config, seed=seed).save_pretrained(path)
     tokenizer.save_pretrained(path)
     return path
