@@ -70,7 +70,8 @@ def setup_training(args, task_type, num_train: int | None = None):
         from minibert.finetune.adapt import check_adaptable
         check_adaptable(checkpoint)
     recipe = choose_recipe(config, max_length, given, task_type, pairs)
-    epochs = recipe.epochs or epochs_for(num_train or 1, args.batch_size)  # (sequence: set again once tokenized)
+    # (sequence: set again once tokenized. --epochs 0 and --batch-size 0 reach validate() below, to be refused)
+    epochs = recipe.epochs if recipe.epochs is not None else epochs_for(num_train or 1, max(1, args.batch_size))
     settings = Settings(epochs=epochs, lr=recipe.lr, batch_size=args.batch_size, max_length=max_length,
                         warmup_ratio=args.warmup_ratio, weight_decay=args.weight_decay,
                         max_grad_norm=args.max_grad_norm, seed=args.seed, select_metric=select,

@@ -121,6 +121,21 @@ def test_the_log_and_metrics_json_hold_the_values_used_and_mark_the_flags(tmp_pa
     assert recorded["hidden_dropout_prob"] == 0.1 and recorded["finetuning"]["long_texts"] == "windows"
 
 
+@pytest.mark.parametrize("flag,value,message", [
+    ("--epochs", "0", "--epochs must be at least 1, got 0"),  # not replaced by the recipe's epochs
+    ("--batch-size", "0", "--batch-size must be at least 1, got 0"),  # the recipe's epochs divide by it
+    ("--lr", "0", "--lr must be positive, got 0.0"),
+])
+def test_a_flag_the_recipe_cannot_use_is_one_line_before_training(tmp_path, capsys, flag, value, message):
+    model = make_model_dir(tmp_path / "model")
+    train = write_rows(tmp_path / "train.csv", make_examples(30, seed=1))
+    assert main(["finetune", "--model", str(model), "--train", train, flag, value, "--out", str(tmp_path / "out"),
+                 "--procs", "1", "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert err == f"minibert finetune: error: {message}\n"
+    assert not (tmp_path / "out" / "model.safetensors").exists()
+
+
 # ---- --adapt-steps
 
 def test_adapt_steps_needs_a_masked_lm_head_and_says_so_before_training(tmp_path, capsys):
