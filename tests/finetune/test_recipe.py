@@ -121,6 +121,20 @@ def test_the_log_and_metrics_json_hold_the_values_used_and_mark_the_flags(tmp_pa
     assert recorded["hidden_dropout_prob"] == 0.1 and recorded["finetuning"]["long_texts"] == "windows"
 
 
+def test_a_tagger_takes_3_epochs_and_the_small_models_lr_and_dropout(tmp_path, capsys):
+    from minibert.finetune import synthetic
+    from tests.finetune.heads_helpers import make_tiny_model_dir
+    synthetic.write_conll(tmp_path / "train.conll", *synthetic.ner_sentences(12, seed=0, part="train"))
+    assert main(["finetune", "--task-type", "tokens", "--model", str(make_tiny_model_dir(tmp_path / "model")),
+                 "--train", str(tmp_path / "train.conll"), "--out", str(tmp_path / "out"), "--procs", "1",
+                 "--no-progress"]) == 0
+    line = _recipe_line(capsys.readouterr().out)
+    assert line.endswith("lr 0.0005, 3 epochs, dropout 0.1, long texts truncated (docs/finetuning.md; flags override)")
+    settings = json.loads((tmp_path / "out" / "metrics.json").read_text())["settings"]
+    assert (settings["lr"], settings["epochs"], settings["dropout"], settings["long_texts"]) == (5e-4, 3, 0.1,
+                                                                                                 "truncate")
+
+
 @pytest.mark.parametrize("flag,value,message", [
     ("--epochs", "0", "--epochs must be at least 1, got 0"),  # not replaced by the recipe's epochs
     ("--batch-size", "0", "--batch-size must be at least 1, got 0"),  # the recipe's epochs divide by it
