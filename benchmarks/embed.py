@@ -2,12 +2,15 @@
 
     python benchmarks/embed.py                       # 1,000 sentences, batch 32, all cores
     python benchmarks/embed.py --threads 1 --rounds 5
+    python benchmarks/embed.py --gelu both           # minibert with the NumPy GELU and with numba's, side by side
 
 Both sides do the same work, on the same cores, in one run: tokenize, sort by length, batch, pad each batch
 to its longest sentence, run BertModel, mean-pool over the attention mask, L2-normalise.
   minibert:     minibert.embeddings.SentenceEncoder (pure-Python WordPiece tokenizer, NumPy model); with
                 --threads N it runs N batches at once, one per thread, each on a one-thread BLAS
                 (minibert/parallel.py; --workers 1: one batch at a time on an N-thread BLAS)
+                its exact GELU in NumPy or, with numba installed, compiled (minibert/layers/gelu_numba.py);
+                --gelu both times the two as separate contenders
   transformers: BertTokenizerFast (Rust) + transformers.BertModel (torch eager, its default attention)
 minibert runs with freed memory kept in the process (minibert.keep_freed_memory(), as the CLI sets it; the
 forward's large temporaries are then reused instead of page-faulted in again); --default-malloc leaves glibc's
@@ -37,6 +40,9 @@ def parse_args():
     p.add_argument("--workers", type=int, default=None,
                    help="minibert's batches run at once, each on its own thread (default: --threads; 1: one batch "
                         "at a time on a --threads-thread BLAS, to see what running batches side by side buys)")
+    p.add_argument("--gelu", choices=["auto", "numpy", "numba", "both"], default="auto",
+                   help="minibert's exact GELU: auto (numba's if installed, as MINIBERT_NUMBA says), numpy, numba, "
+                        "or both as two contenders (default auto)")
     p.add_argument("--profile", action="store_true", help="also print where minibert's forward spends its time")
     p.add_argument("--default-malloc", action="store_true",
                    help="leave glibc's malloc as it is (what a Python program that does not call "
@@ -54,6 +60,7 @@ import transformers  # noqa: E402
 
 from minibert.data.builtin import load_wiki_summaries, minilm_dir  # noqa: E402
 from minibert.embeddings import SentenceEncoder, pad_batch  # noqa: E402
+from minibert.layers.activations import gelu_kernel_name, use_numba_gelu  # noqa: E402
 from minibert import keep_freed_memory  # noqa: E402
 
 torch.set_num_threads(args.threads)
@@ -71,7 +78,8 @@ def wiki_sentences(n):
     return out
 
 
-def minibert_embed(encoder, texts, batch_size, workers):
+def minibert_embed(encoder, texts, batch_size, workers, gelu):
+    use_numba_gelu(gelu == "numba")
     t0 = time.perf_counter()
     ids = encoder.tokenize(texts)
     t1 = time.perf_counter()
@@ -137,11 +145,15 @@ def main():
           f"{args.threads} thread(s), OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', '(auto)')}, "
           f"torch attention: {model.config._attn_implementation}, malloc: "
           f"{'default' if args.default_malloc else 'keep_freed_memory (as the CLI)'}")
+    kernels = {"auto": [gelu_kernel_name()], "both": ["numpy", "numba"]}.get(args.gelu, [args.gelu])
+    print(f"minibert's exact GELU: {', '.join(kernels)} (--gelu {args.gelu}; MINIBERT_NUMBA="
+          f"{os.environ.get('MINIBERT_NUMBA', '(unset)')})")
 
     # Warm-up (first calls allocate, fill the tokenizer cache, load kernels), then alternate timed rounds.
-    minibert_embed(encoder, texts[:64], args.batch_size, args.workers)
+    for k in kernels:
+        minibert_embed(encoder, texts[:64], args.batch_size, args.workers, k)
     transformers_embed(tokenizer, model, texts[:64], args.batch_size, encoder.max_length)
-    names = ["minibert"]
+    names = [f"minibert ({k} GELU)" for k in kernels]
     results = {name: [] for name in names + ["transformers"]}
     shapes = padded_batches(encoder.tokenize(texts), args.batch_size)
     padded_tokens = sum(B * T for B, T in shapes)
@@ -153,8 +165,9 @@ def main():
         t0 = time.perf_counter()
         floor_run()
         floor_times.append(time.perf_counter() - t0)
-        ours["minibert"] = minibert_embed(encoder, texts, args.batch_size, args.workers)
-        results["minibert"].append(ours["minibert"][1:])
+        for k, name in zip(kernels, names):
+            ours[name] = minibert_embed(encoder, texts, args.batch_size, args.workers, k)
+            results[name].append(ours[name][1:])
         theirs = transformers_embed(tokenizer, model, texts, args.batch_size, encoder.max_length)
         results["transformers"].append(theirs[1:])
 

@@ -5,6 +5,7 @@
 
     python benchmarks/train_step.py --configs mini --batch 16 64 --procs 2   # as `minibert pretrain` runs
     python benchmarks/train_step.py --configs mini --batch 16 64 --mask-prob 0.4 --dense-last-layer
+    python benchmarks/train_step.py --configs mini --batch 16 64 --no-hf --gelu both   # NumPy and numba GELU
 
 Three kinds of row, each against the same work in torch:
   fwd+bwd    forward + backward only (the gradients are zeroed outside the timing)
@@ -28,7 +29,9 @@ References, on the same threads:
 Every optimizer skips weight decay for biases and LayerNorm, as minibert does.
 --dense-last-layer adds minibert and (b) with the last layer on every position, as before the sparse last layer;
 the GFLOP/s columns count the sparse algorithm's FLOPs for every row (the dense rows, and (a), do more work).
-The ratio column compares with the first minibert row.
+minibert's exact GELU runs in NumPy or, with numba installed, compiled (minibert/layers/gelu_numba.py): --gelu
+both times each as its own contender (the processes row too), interleaved with the others; the ratio column
+compares with the first minibert row.
 Runs are interleaved (one step of each in turn) so that a noisy machine slows all of them alike; the ratios are
 what to read. On more than one thread, each timed step shorter than a second follows an untimed step of the same
 contender: NumPy's OpenBLAS threads spin for ~0.1 s after their last GEMM and would slow the next contender's
@@ -56,6 +59,9 @@ def parse_args():
     p.add_argument("--procs", type=int, default=None,
                    help="also time minibert's full step on this many processes, as `minibert pretrain --procs N` "
                         "runs it (default: --threads; 1 = skip)")
+    p.add_argument("--gelu", choices=["auto", "numpy", "numba", "both"], default="auto",
+                   help="minibert's exact GELU: auto (numba's if installed, as MINIBERT_NUMBA says), numpy, numba, "
+                        "or both as two contenders (default auto)")
     p.add_argument("--mask-prob", type=float, default=0.15,
                    help="share of the real tokens masked in the timed batch (default 0.15, BERT's; `minibert "
                         "pretrain` masks 0.4 by default)")
@@ -81,6 +87,7 @@ if not args.rank_worker:  # the ranks of the processes row need neither (nor the
 
 from matmul_floor import matmul_floor_ms  # noqa: E402  (benchmarks/matmul_floor.py)
 from minibert import AdamW, BertConfig, BertForPreTraining, clip_grad_norm, keep_freed_memory  # noqa: E402
+from minibert.layers.activations import gelu_kernel_name, use_numba_gelu  # noqa: E402
 
 keep_freed_memory()  # as the minibert CLI does (see minibert/_malloc.py)
 
@@ -151,6 +158,22 @@ def make_batch(cfg, B, T, seed=0):
     labels = np.where((rng.random((B, T)) < args.mask_prob) & (mask == 1), ids, -100)
     nsl = rng.integers(0, 2, B)
     return ids, types, mask, labels, nsl
+
+
+def gelu_kernels():
+    """The GELU kernels to time, as --gelu asks: ["numpy"], ["numba"] or both; auto: the one MINIBERT_NUMBA picks."""
+    return {"auto": [gelu_kernel_name()], "both": ["numpy", "numba"]}.get(args.gelu, [args.gelu])
+
+
+def with_gelu(kernel, steps):
+    """The same {kind: (prepare, step)}, the given GELU kernel switched on in each (untimed) preparation."""
+    def prepared(prepare):
+        def run():
+            use_numba_gelu(kernel == "numba")
+            if prepare is not None:
+                prepare()
+        return run
+    return {kind: (prepared(prepare), fn) for kind, (prepare, fn) in steps.items()}
 
 
 def minibert_steps(cfg, batch, sparse_last_layer=True):
@@ -278,8 +301,8 @@ def rank_worker(config, B, T, steps, optimizer, last_layer="sparse"):
         print(json.dumps(times))
 
 
-def procs_round(config, B, T, steps, optimizer="sharded", last_layer="sparse"):
-    """Step times of one round of the processes row (a fresh group of args.procs ranks)."""
+def procs_round(config, B, T, steps, optimizer="sharded", gelu="numpy", last_layer="sparse"):
+    """Step times of one round of the processes row (a fresh group of args.procs ranks, with this GELU)."""
     import json
     import subprocess
     import sys
@@ -287,7 +310,8 @@ def procs_round(config, B, T, steps, optimizer="sharded", last_layer="sparse"):
     out = subprocess.run([sys.executable, "-m", "minibert.training.procs", "-n", str(args.procs), "--threads",
                           threads, sys.executable, __file__, "--mask-prob", str(args.mask_prob),
                           "--rank-worker", config, str(B), str(T), str(steps), optimizer, last_layer],
-                         capture_output=True, text=True, check=True)
+                         capture_output=True, text=True, check=True,
+                         env={**os.environ, "MINIBERT_NUMBA": "1" if gelu == "numba" else "0"})
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -306,17 +330,20 @@ def procs_row(name, cfg, batch, B, T, flops, peak):
     _, torch_full = torch_steps(cfg, batch, True, "eager")["full step"]
     for _ in range(3):
         torch_full()  # warm-up
-    ours, whole, dense, theirs = [], [], [], []
+    kernels = gelu_kernels()
+    ours, whole, dense, theirs = {k: [] for k in kernels}, [], [], []
     per_round = max(2, args.steps // 3)
     for _ in range(3):
-        ours += procs_round(name, B, T, per_round)
-        whole += procs_round(name, B, T, per_round, "whole")
+        for k in kernels:
+            ours[k] += procs_round(name, B, T, per_round, gelu=k)
+        whole += procs_round(name, B, T, per_round, "whole", gelu=kernels[0])
         if args.dense_last_layer:
-            dense += procs_round(name, B, T, per_round, last_layer="dense")
+            dense += procs_round(name, B, T, per_round, gelu=kernels[0], last_layer="dense")
         theirs += [_timed(torch_full) for _ in range(per_round)]
-    ours, whole, theirs = np.median(ours), np.median(whole), np.median(theirs)
-    first = ours
-    rows = [(f"minibert, {args.procs} procs", ours)]
+    ours = {k: np.median(v) for k, v in ours.items()}
+    whole, theirs = np.median(whole), np.median(theirs)
+    first = ours[kernels[0]]
+    rows = [(f"minibert, {args.procs} procs, {k} GELU", ours[k]) for k in kernels]
     rows += [("  same, whole AdamW per process", whole)]
     rows += [("  same, dense last layer", np.median(dense))] if dense else []
     rows += [("torch sparse, eager attention", theirs)]
@@ -324,9 +351,10 @@ def procs_row(name, cfg, batch, B, T, flops, peak):
         gflops = flops / seconds / 1e9
         print(f"  {'processes':10s} {label:32s} {1000 * seconds:9.1f} {B * T / seconds:10.0f} {gflops:8.1f} "
               f"{gflops / peak:8.0%} {first / seconds:14.2f}")
-    print(f"  full step as `minibert pretrain --procs {args.procs}` runs it / torch eager on {args.threads} threads: "
-          f"{ours / theirs:.2f}")
-    print(f"  (whole AdamW on every process: {whole / theirs:.2f})")
+    for k in kernels:
+        print(f"  full step as `minibert pretrain --procs {args.procs}` runs it ({k} GELU) / torch eager on "
+              f"{args.threads} threads: {ours[k] / theirs:.2f}")
+    print(f"  (whole AdamW on every process, {kernels[0]} GELU: {whole / theirs:.2f})")
     M = int((batch[3] != -100).sum())
     floor = rank_floor_seconds(cfg, B // args.procs, T, M // args.procs, last_layer_rows(batch) // args.procs)
     print(f"  matmul floor: one rank's GEMMs alone ({B // args.procs} x {T}, {M // args.procs} masked, "
@@ -343,6 +371,8 @@ def main():
     print(f"threads: {args.threads}   numpy {np.__version__}   torch {torch.__version__}   transformers "
           f"{transformers.__version__}   load average {os.getloadavg()[0]:.2f}")
     print(f"BLAS: {blas_description()}")
+    print(f"minibert's exact GELU: {', '.join(gelu_kernels())} (--gelu {args.gelu}; MINIBERT_NUMBA="
+          f"{os.environ.get('MINIBERT_NUMBA', '(unset)')})")
     peak = sgemm_peak()
     print(f"float32 matmul peak (2048 x 2048 sgemm, {args.threads} threads): {peak:.1f} GFLOP/s")
     for name in args.configs:
@@ -350,12 +380,13 @@ def main():
         B, T = args.batch or SHAPES[name]
         batch = make_batch(cfg, B, T)
         M = int((batch[3] != -100).sum())
-        contenders = {"minibert": minibert_steps(cfg, batch)}
+        contenders = {f"minibert ({k} GELU)": with_gelu(k, minibert_steps(cfg, batch)) for k in gelu_kernels()}
         reference = next(iter(contenders))  # the ratio column compares with this one
         contenders |= {"torch sparse, eager attention": torch_steps(cfg, batch, True, "eager"),
                        "torch sparse, sdpa attention": torch_steps(cfg, batch, True, "sdpa")}
         if args.dense_last_layer:  # both as before the sparse last layer
-            contenders |= {"minibert, dense last layer": minibert_steps(cfg, batch, False),
+            contenders |= {"minibert, dense last layer": with_gelu(gelu_kernels()[0],
+                                                                   minibert_steps(cfg, batch, False)),
                            "torch sparse, dense last layer": torch_steps(cfg, batch, True, "eager", False)}
         if not args.no_hf:
             contenders["HF BertForPreTraining (dense)"] = torch_steps(cfg, batch, False, "sdpa")

@@ -13,6 +13,12 @@
 # D = H / A head width, F feed-forward width, V vocabulary size.
 
 # %%
+import os
+
+# NumPy's exact GELU rather than the numba-compiled one: compiling it takes longer than this chapter's one forward
+# pass (minibert/layers/activations.py).
+os.environ.setdefault("MINIBERT_NUMBA", "0")
+
 import inspect
 import warnings
 

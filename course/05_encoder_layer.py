@@ -23,7 +23,7 @@ from _course import QUICK, check, exercise, numerical_gradient, quick, torch_or_
 from minibert import BertConfig
 from minibert.config import PRESETS
 from minibert.layers.activations import (gelu_forward, gelu_tanh_backward, gelu_tanh_forward, relu_backward,
-                                         relu_forward)
+                                         relu_forward, use_numba_gelu)
 from minibert.layers.attention import self_attention_backward, self_attention_forward
 from minibert.layers.encoder_layer import encoder_layer_backward, encoder_layer_forward
 
@@ -87,9 +87,12 @@ print(f"smallest GELU value: {gelu(xs).min():.4f} at x = {xs[gelu(xs).argmin()]:
 # Abramowitz and Stegun's formula 7.1.26, a degree-5 polynomial times an exponential whose error is below
 # $1.5\times10^{-7}$. In float64 (used for gradient checks) it calls an erf that is exact to double precision.
 # So we check float64 to 1e-12, and float32 only to what float32 can hold: below, its largest difference from
-# the exact GELU is about the spacing of float32 numbers at that value, i.e. a rounding.
+# the exact GELU is about the spacing of float32 numbers at that value, i.e. a rounding. (With
+# numba installed, minibert compiles the same formula into one loop; `use_numba_gelu(False)` keeps the NumPy
+# version shown in `minibert/layers/activations.py`, and saves the seconds the compiler takes.)
 
 # %%
+use_numba_gelu(False)
 for dtype in (np.float32, np.float64):
     diff = np.abs(gelu_forward(wide.astype(dtype))[0] - gelu(wide))  # (N,)
     worst = gelu(wide[diff.argmax()])

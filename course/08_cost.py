@@ -25,11 +25,13 @@ import numpy as np
 from _course import check, exercise, numerical_gradient, quick, stamp, torch_or_none
 
 from minibert import AdamW, BertConfig, BertForPreTraining
+from minibert.layers.activations import use_numba_gelu
 from minibert.models.bert import bert_param_shapes
 from minibert.models.pretraining import mlm_head_shapes
 from minibert.training.memory import peak_rss_mb
 
 CHAPTER = "08_cost"  # for the stamp on each figure of timings
+use_numba_gelu(False)  # NumPy's exact GELU, as `minibert pretrain` runs it (numba's would compile first, ~seconds)
 
 
 print(f"{stamp(CHAPTER)}; NumPy {np.__version__}")

@@ -44,6 +44,7 @@ from minibert import (
 from minibert.config import FAMILY_PRESETS, MODEL_TYPES, PRESET_NAMES
 from minibert.data.builtin import load_wiki_summaries
 from minibert.data.masking import Masker
+from minibert.layers.activations import use_numba_gelu
 from minibert.layers.embedding import roberta_position_ids
 from minibert.layers.heads import RTD, rtd_head_backward, rtd_head_forward
 from minibert.layers.loss import (
@@ -57,6 +58,7 @@ from minibert.models.electra import ElectraForPreTraining, generator_config
 from minibert.models.electra_pretraining import ElectraPretrainer, replace_masked
 
 CHAPTER = "09_descendants"  # for the stamp on each figure of timings
+use_numba_gelu(False)  # NumPy's exact GELU, as `minibert pretrain` runs it (numba's would compile first, ~seconds)
 SOURCE = Path(minibert.__file__).resolve().parent  # minibert's own source files, read below
 
 

@@ -17,6 +17,18 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "helpers"))
 import pytest  # noqa: E402
 
 
+@pytest.fixture(params=["numpy", "numba"])
+def gelu_kernel(request):
+    """Run the test once with the NumPy GELU and once with numba's compiled one (skipped without numba), so
+    both float32 paths are checked against transformers (minibert/layers/gelu_numba.py)."""
+    from minibert.layers import activations
+    if request.param == "numba":
+        pytest.importorskip("numba")
+    previous = activations.use_numba_gelu(request.param == "numba")
+    yield request.param
+    activations.use_numba_gelu(previous)
+
+
 @pytest.fixture
 def browser(tmp_path):
     """A headless Chromium driven through chromedriver (tests/helpers/browser.py), for the pages

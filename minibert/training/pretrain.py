@@ -32,6 +32,7 @@ import dataclasses
 import json
 import math
 import time
+from contextlib import nullcontext
 from pathlib import Path
 
 import numpy as np
@@ -43,6 +44,7 @@ from minibert.data.examples import PAIR_OBJECTIVES, ExampleStream
 from minibert.data.masking import Masker, continuation_mask
 from minibert.data.prepare import prepare_data
 from minibert.io.atomic import atomic_write_text
+from minibert.layers.activations import numba_gelu_loop, numpy_gelu_unless_asked
 from minibert.models.bert import bert_param_shapes
 from minibert.optim import AdamW, clip_grad_norm
 from minibert.training.budget import Budget, Plan, make_plan, measure_step_seconds, steps_that_fit
@@ -180,15 +182,21 @@ def pretrain(settings: PretrainSettings, resume_checkpoint: Path | None = None, 
     one), as `--resume` does; `resume_checkpoint` and `run_dir` are the command line's way to say the same.
 
     comm: a communicator from training/distributed.py (default: one process, this one). With several ranks, every
-    rank calls this; rank 0 returns the summary, the others None."""
+    rank calls this; rank 0 returns the summary, the others None.
+
+    Pre-training keeps NumPy's GELU unless MINIBERT_NUMBA=1 asks for numba's: for the mini model numba buys ~3%
+    more steps for ~150 MB more memory (docs/performance.md). Distillation (whose teacher is often large) and
+    everything else use numba's when it is installed."""
     settings = copy.deepcopy(settings)  # the caller's object stays as it was (name, a distillation's defaults...)
     if resume_checkpoint is None and settings.resume is not None:
         settings, resume_checkpoint, run_dir = _resume_from_settings(settings)
         if comm is None or comm.is_root:  # a run another process is training: said now, not after the data is
             check_not_being_trained(run_dir)  # prepared (rank 0 alone: ranks probing at once would see each other)
+    gelu = numpy_gelu_unless_asked() if getattr(settings, "COMMAND", "pretrain") == "pretrain" else nullcontext()
     made = []  # folders made for a new run, until its training starts: removed if it fails before that
     try:
-        return _train(settings, resume_checkpoint, run_dir, log, comm, made)
+        with gelu:
+            return _train(settings, resume_checkpoint, run_dir, log, comm, made)
     except BaseException:
         if made:
             remove_unstarted_run(made)
@@ -226,6 +234,7 @@ class Run:
     # shared pages split between the ranks (PSS)
     seq_len: int = 0
     use_nsp: bool = False
+    numba_gelu: bool = False
     corpus_fingerprint: str | None = None
     state: dict | None = None  # a resumed run's checkpoint state (state.json)
     optimizer_state: dict | None = None  # ... and its optimizer moments, until the optimizer holds them
@@ -404,8 +413,10 @@ def _set_up(settings: PretrainSettings, data, resume_checkpoint: Path | None, lo
     else:
         optimizer = AdamW(model.params, model.grads, **adamw_options)
     stream = training_stream(settings, data, seq_len)
+    # numba's GELU, if used, is compiled now, not inside the timed evaluation or step probe
+    numba_gelu = config.hidden_act == "gelu" and numba_gelu_loop() is not None
     return Run(settings, comm, data, model, optimizer, masker, stream, eval_batches, seq_len=seq_len,
-               use_nsp=use_nsp, top_token=top_token, baseline_acc=baseline_acc,
+               use_nsp=use_nsp, numba_gelu=numba_gelu, top_token=top_token, baseline_acc=baseline_acc,
                corpus_fingerprint=corpus_fingerprint, state=state, optimizer_state=optimizer_state)
 
 
@@ -461,6 +472,9 @@ def _start(run: Run, log, made: list) -> None:
     run.metrics = MetricsLog(run.run_dir / "metrics.jsonl")
     log(f"run folder: {run.run_dir}")
     log(_plan_line(run, how_long))
+    if run.numba_gelu:  # worth knowing: faster steps, more memory (docs/performance.md)
+        log("exact GELU compiled by numba (a few % faster steps, ~130 MB more per process; "
+            "MINIBERT_NUMBA=0: NumPy's)")
 
 
 def _plan_line(run: Run, how_long: str) -> str:

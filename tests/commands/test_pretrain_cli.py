@@ -53,6 +53,38 @@ def test_help_explains_the_main_options(capsys):
         assert option in text
 
 
+def test_a_bad_minibert_numba_is_one_line_before_any_work(tmp_path, corpus, capsys, monkeypatch):
+    monkeypatch.setenv("MINIBERT_NUMBA", "fast")
+    code = main(["pretrain", "--corpus", str(corpus), "--config", "tiny", "--steps", "2",
+                 "--runs-dir", str(tmp_path / "runs"), "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.strip() == ("minibert pretrain: error: MINIBERT_NUMBA='fast': expected 0 (NumPy GELU), 1 (numba's "
+                           "GELU; an error if numba is missing) or auto (numba's if installed)")
+    assert not (tmp_path / "runs").exists() and not (tmp_path / "cache").exists()  # nothing was started
+
+
+@pytest.mark.parametrize("setting", ["0", "1", "auto"])
+def test_the_run_says_when_numba_computes_gelu(tmp_path, corpus, capsys, monkeypatch, setting):
+    # auto: pre-training keeps NumPy's GELU (numba buys it little for much memory); =1 asks for numba's
+    from minibert.layers import activations
+    if setting == "1":
+        pytest.importorskip("numba")
+    monkeypatch.setenv("MINIBERT_NUMBA", setting)
+    previous = activations.use_numba_gelu(None)  # decided again, from MINIBERT_NUMBA
+    try:
+        code = main(["pretrain", "--corpus", str(corpus), "--config", "tiny", "--vocab-size", "200", "--seq-len",
+                     "32", "--batch-size", "8", "--steps", "2", "--runs-dir", str(tmp_path / "runs"), "--quiet",
+                     "--no-plot", "--no-examples"])
+        after = activations.use_numba_gelu(previous)
+    finally:
+        activations.use_numba_gelu(previous)
+    assert code == 0
+    said = "exact GELU compiled by numba" in capsys.readouterr().out
+    assert said == (setting == "1")
+    assert after is (None if setting == "auto" else setting == "1")  # auto: the choice put back after the run
+
+
 def test_the_end_lines_count_one_step_and_one_sequence_in_the_singular(capsys):
     from minibert.commands.distill import _print_summary as distill_summary
     from minibert.commands.pretrain import _print_summary, done_line

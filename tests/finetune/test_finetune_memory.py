@@ -30,7 +30,7 @@ config = BertConfig(vocab_size=100, hidden_size=384, num_hidden_layers=2, num_at
 model = BertForSequenceClassification(config, num_labels=2)
 rng = np.random.default_rng(0)
 encoded = [(rng.integers(5, 100, size=128), np.zeros(128, dtype=np.int64)) for _ in range(64)]
-predict_logits(model, encoded[:1], 0, batch_size=1, workers=1)  # what a first call loads, before the peaks
+predict_logits(model, encoded[:1], 0, batch_size=1, workers=1)  # numba's GELU, if installed, loads here
 peaks = {}
 for name in ("plain", "evaluation"):
     model.train()

@@ -44,7 +44,7 @@ def t(x):
 
 
 @pytest.mark.parametrize("act", ["gelu", "gelu_new", "relu"])
-def test_pretraining_outputs_loss_and_every_gradient(act):
+def test_pretraining_outputs_loss_and_every_gradient(act, gelu_kernel):
     cfg = config(act)
     model = BertForPreTraining(cfg, seed=0)
     hf = transformers.BertForPreTraining(hf_config(cfg)).train()
@@ -127,7 +127,7 @@ def test_float64_parity_is_exact_to_rounding():
     assert_grads_match(model.grads, torch_grads(hf), 1e-9)
 
 
-def test_ten_adamw_steps_match_torch():
+def test_ten_adamw_steps_match_torch(gelu_kernel):
     cfg = config()
     model = BertForPreTraining(cfg, seed=4)
     hf = transformers.BertForPreTraining(hf_config(cfg)).train()

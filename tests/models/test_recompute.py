@@ -57,7 +57,7 @@ def test_recompute_gives_the_same_bits(family, monkeypatch):
     assert len(recomputed) == 2 * again.config.num_hidden_layers * len(encoders)
 
 
-def test_a_forward_whose_layer_caches_are_dropped_skips_the_gelu_derivative(monkeypatch):
+def test_a_forward_whose_layer_caches_are_dropped_skips_the_gelu_derivative(gelu_kernel, monkeypatch):
     """With recompute (a step's first pass, and forward_only's evaluations and inference) no backward reads the
     layers' caches, so their GELU computes no derivative; the backward's recompute pass does. Same numbers."""
     from minibert.layers import activations
