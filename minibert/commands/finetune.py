@@ -19,7 +19,7 @@ import numpy as np
 from minibert._plural import counted
 from minibert.commands.finetune_setup import DEFAULT_MAX_LENGTH
 
-FEW_STEPS = 300  # below this many optimizer steps, fine-tuning from a general model often stays at the majority class
+FEW_STEPS = 300  # below this many optimizer steps, fine-tuning often stays at the majority class (recipe.MIN_STEPS)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -296,9 +296,10 @@ def _run_sequence(args, comm) -> int:
     log(describe(settings, settings.recipe, settings.recipe_flags) + " (docs/finetuning.md; flags override)")
     steps = math.ceil(len(encoded["train"]) / settings.batch_size) * settings.epochs
     if steps < FEW_STEPS:
-        log(f"note: only {counted(steps, 'optimizer step')} ({counted(len(encoded['train']), 'example')}, --epochs "
-            f"{settings.epochs}, --batch-size {settings.batch_size}); a small data set usually needs more, e.g. "
-            f"--epochs 10 --batch-size 8 (see docs/finetuning.md)")
+        epochs = f"--epochs {settings.epochs}" if args.epochs is not None else f"{settings.epochs} epochs"
+        log(f"note: only {counted(steps, 'optimizer step')} ({counted(len(encoded['train']), 'example')}, {epochs}, "
+            f"--batch-size {settings.batch_size}); a small data set usually needs more: a smaller --batch-size or "
+            f"more --epochs (see docs/finetuning.md)")
 
     # ---- train; the best epoch is saved as it happens, so an interrupted run still leaves a model, with what
     # `minibert predict` needs to read texts as training did
