@@ -76,7 +76,7 @@ def pretraining_minutes(model: str) -> float | None:
     if not summary.is_file():
         return None
     data = json.loads(summary.read_text())
-    seconds = data.get("wall_time_s") or data.get("elapsed_s") or data.get("train_time_s")
+    seconds = data.get("wall_seconds")
     return seconds / 60 if seconds else None
 
 
@@ -129,9 +129,10 @@ def main():
     for text in args.row:
         name, model, flags = parse_row(text)
         rows.append(name)
-        if not args.table_only:
-            if model.startswith("untrained:"):
+        if model.startswith("untrained:"):
+            if not args.table_only:
                 model = str(untrained_copy(model.split(":", 1)[1], out))
+        else:
             pre_minutes[name] = pretraining_minutes(model)
         jobs += [{"row": name, "model": model, "flags": flags, "task": t, "seed": s}
                  for t in args.tasks for s in args.seeds]
