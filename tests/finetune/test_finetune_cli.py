@@ -106,7 +106,8 @@ def test_sentence_pairs_and_eval_split(tmp_path, capsys):
     captured = capsys.readouterr()
     summary = json.loads(captured.out)
     # 30 examples, batch 8, 1 epoch: 4 steps, far too few, and the user is told what to change
-    assert "note: only 4 optimizer steps" in captured.err and "--epochs 10" in captured.err
+    assert "note: only 4 optimizer steps (30 examples, --epochs 1, --batch-size 8)" in captured.err
+    assert "a smaller --batch-size or more --epochs" in captured.err
     config = json.loads((tmp_path / "out" / "config.json").read_text())
     assert config["hidden_dropout_prob"] == config["classifier_dropout"] == 0.2
     assert summary["num_train"] == 30 and summary["num_eval"] == 10 and summary["test"] is None
