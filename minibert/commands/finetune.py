@@ -224,12 +224,12 @@ def run(args) -> int:
 def _run_sequence(args, comm) -> int:
     from minibert.finetune.data import label_ids
     from minibert.finetune.loading import load_for_finetuning
-    from minibert.finetune.recipe import describe
     from minibert.finetune.metrics import format_report
     from minibert.finetune.plots import save_confusion_matrix
     from minibert.finetune.train import encode_examples, evaluate, evaluation, train_classifier
     from minibert.commands.finetune_setup import (_out_dir, apply_dropout, best_model_saver, load_checked_tokenizer,
-                                                  make_log, max_length_line, setup_training, splits_of_this_rank)
+                                                  log_recipe, make_log, max_length_line, setup_training,
+                                                  splits_of_this_rank)
 
     started = time.perf_counter()
 
@@ -267,7 +267,7 @@ def _run_sequence(args, comm) -> int:
             model = load_for_finetuning(adapted, label_names, seed=args.seed, log=log)
     else:
         model = load_for_finetuning(checkpoint, label_names, seed=args.seed, log=log)
-    apply_dropout(model, settings.dropout, log, "--dropout" if args.dropout is not None else "the recipe")
+    apply_dropout(model, settings, log)
     model.set_recompute(args.recompute)
     label2id = model.label2id
     pad_id = tokenizer.pad_token_id
@@ -293,7 +293,7 @@ def _run_sequence(args, comm) -> int:
     if args.epochs is None:  # windows are examples too: the epochs that give the recipe's steps
         from minibert.finetune.recipe import epochs_for
         settings.epochs = epochs_for(len(encoded["train"]), settings.batch_size)
-    log(describe(settings, settings.recipe, settings.recipe_flags) + " (docs/finetuning.md; flags override)")
+    log_recipe(settings, log)
     steps = math.ceil(len(encoded["train"]) / settings.batch_size) * settings.epochs
     if steps < FEW_STEPS:
         epochs = f"--epochs {settings.epochs}" if args.epochs is not None else f"{settings.epochs} epochs"

@@ -89,8 +89,8 @@ def _check_windows(args, prepared, settings, tokenizer):
 
 
 def run_qa(args, comm) -> int:
-    from minibert.commands.finetune_setup import (apply_dropout, best_model_saver, load_checked_tokenizer, make_log,
-                                                  max_length_line, run_summary, setup_training,
+    from minibert.commands.finetune_setup import (apply_dropout, best_model_saver, load_checked_tokenizer, log_recipe,
+                                                  make_log, max_length_line, run_summary, setup_training,
                                                   splits_of_this_rank, write_summary)
     from minibert.finetune.loading import load_for_finetuning
     from minibert.finetune.qa_features import build_windows
@@ -118,10 +118,9 @@ def run_qa(args, comm) -> int:
         f"windows of up to {L} tokens (stride {stride})")
     log(f"model: {checkpoint}")
     log(max_length_line(args, config, checkpoint, settings, "qa"))
-    from minibert.finetune.recipe import describe
-    log(describe(settings, settings.recipe, settings.recipe_flags) + " (docs/finetuning.md; flags override)")
+    log_recipe(settings, log)
     model = load_for_finetuning(checkpoint, None, seed=args.seed, log=log, cls=BertForQuestionAnswering)
-    apply_dropout(model, settings.dropout, log, "--dropout" if args.dropout is not None else "the recipe")
+    apply_dropout(model, settings, log)
     model.set_recompute(args.recompute)
     pad_id = tokenizer.pad_token_id
     steps = math.ceil(len(windows['train']) / settings.batch_size) * settings.epochs

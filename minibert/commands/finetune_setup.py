@@ -33,6 +33,7 @@ def setup_training(args, task_type, num_train: int | None = None):
     from minibert.finetune.model_source import resolve_model
     from minibert.finetune.recipe import choose_recipe, epochs_for
     from minibert.finetune.train import Settings
+    from minibert.finetune.windows import check_window_overlap
 
     select = args.select_metric or DEFAULT_SELECT[task_type]
     if select not in TASK_METRICS[task_type]:
@@ -59,10 +60,8 @@ def setup_training(args, task_type, num_train: int | None = None):
     if given["long_texts"] == "windows" and pairs:
         raise ValueError("--long-texts windows cuts single texts; text pairs (--text-pair-column) are truncated, "
                          "longest first: drop --long-texts windows")
-    overlap = given["window_overlap"]
-    if overlap is not None and not 0 <= overlap < max_length - 2:
-        raise ValueError(f"--window-overlap {overlap} must be at least 0 and below the {max_length - 2} word pieces "
-                         f"of a window (max length {max_length} minus [CLS] and [SEP])")
+    if given["window_overlap"] is not None:
+        check_window_overlap(given["window_overlap"], max_length)
     adapt_steps = getattr(args, "adapt_steps", None)
     if adapt_steps is not None and (adapt_steps < 0 or not args.adapt_lr > 0):
         raise ValueError(f"--adapt-steps must be >= 0 and --adapt-lr positive, got {adapt_steps} and {args.adapt_lr}")
@@ -168,11 +167,20 @@ def load_checked_tokenizer(tokenizer_dir, config, checkpoint):
     return tokenizer
 
 
-def apply_dropout(model, dropout, log, origin: str = "--dropout"):
-    """Dropout for the body and the head (saved in config.json too, as the model was trained): --dropout, or the
-    recipe's (origin says which); None: the checkpoint's own. The log says which, because a `minibert pretrain`
-    or `distill` checkpoint carries pre-training's default of 0 (short runs learn faster without)."""
+def log_recipe(settings, log):
+    """The log's recipe line (finetune/recipe.py): what the run trains with, and which values flags gave."""
+    from minibert.finetune.recipe import describe
+    log(describe(settings, settings.recipe, settings.recipe_flags) + " (docs/finetuning.md; flags override)")
+
+
+def apply_dropout(model, settings, log):
+    """The settings' dropout for the body and the head (saved in config.json too, as the model was trained):
+    --dropout's or the recipe's (settings.recipe_flags says which); None: the checkpoint's own. The log says which,
+    because a `minibert pretrain` or `distill` checkpoint carries pre-training's default of 0 (short runs learn
+    faster without)."""
     key = getattr(model, "dropout_key", "classifier_dropout")  # (DistilBERT's classifier: seq_classif_dropout)
+    dropout = settings.dropout
+    origin = "--dropout" if "dropout" in settings.recipe_flags else "the recipe"
     if dropout is not None:
         model.config.hidden_dropout_prob = model.config.attention_probs_dropout_prob = dropout
         if hasattr(model, "classifier_dropout"):

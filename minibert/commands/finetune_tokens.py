@@ -60,8 +60,8 @@ def _check_words_fit(args, prepared, settings, tokenizer):
 
 
 def run_tokens(args, comm) -> int:
-    from minibert.commands.finetune_setup import (apply_dropout, best_model_saver, load_checked_tokenizer, make_log,
-                                                  max_length_line, run_summary, setup_training,
+    from minibert.commands.finetune_setup import (apply_dropout, best_model_saver, load_checked_tokenizer, log_recipe,
+                                                  make_log, max_length_line, run_summary, setup_training,
                                                   splits_of_this_rank, write_summary)
     from minibert.finetune.loading import load_for_finetuning
     from minibert.finetune.ner_metrics import format_entity_report
@@ -79,12 +79,11 @@ def run_tokens(args, comm) -> int:
         f"sentences; tags: {', '.join(tag_names)}")
     log(f"model: {checkpoint}")
     log(max_length_line(args, config, checkpoint, settings, "tokens"))
-    from minibert.finetune.recipe import describe
-    log(describe(settings, settings.recipe, settings.recipe_flags) + " (docs/finetuning.md; flags override)")
+    log_recipe(settings, log)
     tokenizer = load_checked_tokenizer(tokenizer_dir, config, checkpoint)
     _check_words_fit(args, prepared, settings, tokenizer)
     model = load_for_finetuning(checkpoint, tag_names, seed=args.seed, log=log, cls=BertForTokenClassification)
-    apply_dropout(model, settings.dropout, log, "--dropout" if args.dropout is not None else "the recipe")
+    apply_dropout(model, settings, log)
     model.set_recompute(args.recompute)
     tag2id, pad_id = model.label2id, tokenizer.pad_token_id
     encoded = {name: encode_tagged(tokenizer, data, tag2id, settings.max_length)  # (rank 0 alone evaluates and tests)

@@ -129,6 +129,7 @@ def _long_texts(args, config, max_length: int, pairs: bool) -> tuple[str, int]:
     """(truncate or windows, the windows' overlap): --long-texts and --window-overlap, else what the fine-tuning
     recorded in config.json (finetune/windows.py). Text pairs are always truncated."""
     from minibert.finetune.loading import finetuning_record
+    from minibert.finetune.windows import check_window_overlap
 
     record = finetuning_record(config)
     long_texts = args.long_texts or record.get("long_texts") or "truncate"
@@ -141,9 +142,7 @@ def _long_texts(args, config, max_length: int, pairs: bool) -> tuple[str, int]:
         recorded = record.get("window_overlap")
         fits = isinstance(recorded, int) and record.get("max_length") == max_length
         overlap = recorded if fits else max_length // 4
-    if not 0 <= overlap < max_length - 2:
-        raise ValueError(f"--window-overlap {overlap} must be at least 0 and below the {max_length - 2} word pieces "
-                         f"of a window (--max-length {max_length} minus [CLS] and [SEP])")
+    check_window_overlap(overlap, max_length)
     return long_texts, overlap
 
 

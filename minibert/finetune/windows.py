@@ -28,6 +28,14 @@ def window_starts(n: int, length: int, overlap: int) -> list[int]:
     return starts + [n - length]
 
 
+def check_window_overlap(overlap: int, max_length: int) -> None:
+    """A one-line error for an overlap that leaves a window no new piece: it must be below the window's
+    max_length - 2 pieces."""
+    if not 0 <= overlap < max_length - 2:
+        raise ValueError(f"--window-overlap {overlap} must be at least 0 and below the {max_length - 2} word pieces "
+                         f"of a window (max length {max_length} minus [CLS] and [SEP])")
+
+
 def encode_windows(tokenizer, examples: Examples, max_length: int, overlap: int, progress: bool = False):
     """(encoded windows, owner): token ids and token type ids of every window as encode_examples gives them, and
     owner[w] = the example window w comes from (W,)."""
@@ -35,10 +43,8 @@ def encode_windows(tokenizer, examples: Examples, max_length: int, overlap: int,
 
     if examples.text_pairs is not None:
         raise ValueError("windows cut single texts; text pairs are truncated (--long-texts truncate)")
+    check_window_overlap(overlap, max_length)
     length = max_length - 2  # [CLS] pieces [SEP]
-    if not 0 <= overlap < length:
-        raise ValueError(f"--window-overlap {overlap} must be at least 0 and below the {length} word pieces of "
-                         f"a window (--max-length {max_length} minus [CLS] and [SEP])")
     cls, sep = tokenizer.cls_token_id, tokenizer.sep_token_id
     encoded, owner = [], []
     for i, text in enumerate(tqdm(examples.texts, desc="tokenizing", unit="ex", leave=False,
