@@ -60,7 +60,7 @@ import transformers  # noqa: E402
 
 from minibert.data.builtin import load_wiki_summaries, minilm_dir  # noqa: E402
 from minibert.embeddings import SentenceEncoder, pad_batch  # noqa: E402
-from minibert.layers.activations import gelu_kernel_name, use_numba_gelu  # noqa: E402
+from minibert.layers.gelu_select import gelu_kernel_name, use_numba_gelu  # noqa: E402
 from minibert import keep_freed_memory  # noqa: E402
 
 torch.set_num_threads(args.threads)

@@ -87,7 +87,7 @@ if not args.rank_worker:  # the ranks of the processes row need neither (nor the
 
 from matmul_floor import matmul_floor_ms  # noqa: E402  (benchmarks/matmul_floor.py)
 from minibert import AdamW, BertConfig, BertForPreTraining, clip_grad_norm, keep_freed_memory  # noqa: E402
-from minibert.layers.activations import gelu_kernel_name, use_numba_gelu  # noqa: E402
+from minibert.layers.gelu_select import gelu_kernel_name, use_numba_gelu  # noqa: E402
 
 keep_freed_memory()  # as the minibert CLI does (see minibert/_malloc.py)
 

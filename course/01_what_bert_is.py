@@ -16,7 +16,7 @@
 import os
 
 # NumPy's exact GELU rather than the numba-compiled one: compiling it takes longer than this chapter's one forward
-# pass (minibert/layers/activations.py).
+# pass (minibert/layers/gelu_select.py).
 os.environ.setdefault("MINIBERT_NUMBA", "0")
 
 import inspect

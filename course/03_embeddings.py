@@ -17,7 +17,7 @@
 import os
 
 # NumPy's exact GELU rather than the numba-compiled one: compiling it takes longer than the small models of this
-# chapter run (minibert/layers/activations.py).
+# chapter run (minibert/layers/gelu_select.py).
 os.environ.setdefault("MINIBERT_NUMBA", "0")
 
 import time
@@ -121,7 +121,7 @@ def embeddings_backward(dy, cache, params, pad_id=0):
 # ## Check 1: against minibert's embedding layer
 #
 # minibert's `embedding_forward` / `embedding_backward` (minibert/layers/embedding.py) take the same parameter
-# dict; its LayerNorm runs in row blocks on threads and its scatter-add sorts the ids, but the numbers must be the
+# dict; its scatter-add sorts the ids and sums each run of equal ids, but the numbers must be the
 # same. Random float64 tables; the batch has padding at the end of its second sequence.
 
 # %%

@@ -23,7 +23,8 @@ from _course import QUICK, check, exercise, numerical_gradient, quick, torch_or_
 from minibert import BertConfig
 from minibert.config import PRESETS
 from minibert.layers.activations import (gelu_forward, gelu_tanh_backward, gelu_tanh_forward, relu_backward,
-                                         relu_forward, use_numba_gelu)
+                                         relu_forward)
+from minibert.layers.gelu_select import use_numba_gelu
 from minibert.layers.attention import self_attention_backward, self_attention_forward
 from minibert.layers.encoder_layer import encoder_layer_backward, encoder_layer_forward
 

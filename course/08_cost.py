@@ -25,7 +25,7 @@ import numpy as np
 from _course import check, exercise, numerical_gradient, quick, stamp, torch_or_none
 
 from minibert import AdamW, BertConfig, BertForPreTraining
-from minibert.layers.activations import use_numba_gelu
+from minibert.layers.gelu_select import use_numba_gelu
 from minibert.models.bert import bert_param_shapes
 from minibert.models.pretraining import mlm_head_shapes
 from minibert.training.memory import peak_rss_mb

@@ -44,7 +44,7 @@ from minibert import (
 from minibert.config import FAMILY_PRESETS, MODEL_TYPES, PRESET_NAMES
 from minibert.data.builtin import load_wiki_summaries
 from minibert.data.masking import Masker
-from minibert.layers.activations import use_numba_gelu
+from minibert.layers.gelu_select import use_numba_gelu
 from minibert.layers.embedding import roberta_position_ids
 from minibert.layers.heads import RTD, rtd_head_backward, rtd_head_forward
 from minibert.layers.loss import (

@@ -51,6 +51,25 @@ def _openblas_functions():
     return _functions
 
 
+def usable_cpu_count() -> int:
+    """The CPUs this process may run on: its affinity set (taskset, a container's cpuset) where the platform has
+    one (Linux), else every core of the machine."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # macOS, Windows: no affinity call
+        return os.cpu_count() or 1
+
+
+def threads_from_environment() -> int:
+    """The thread count the program asked for: OPENBLAS_NUM_THREADS, else OMP_NUM_THREADS, else every core this
+    process may run on."""
+    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"):
+        value = os.environ.get(var, "").split(",")[0].strip()
+        if value.isdigit() and int(value) > 0:
+            return int(value)
+    return usable_cpu_count()
+
+
 def blas_threads() -> int | None:
     """The number of threads OpenBLAS uses for one call; None if it cannot be read (no OpenBLAS found)."""
     functions = _openblas_functions()

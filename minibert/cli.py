@@ -60,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     args.argv = list(argv)  # the command as typed: `minibert pretrain --procs N` starts its ranks with it
     from minibert.training.rank_checks import EXPECTED_ERRORS  # (reported in one line, as the ranks report them)
     try:
-        from minibert.layers.activations import numba_gelu_loop, numba_setting
+        from minibert.layers.gelu_select import numba_gelu_loop, numba_setting
         if numba_setting() == "on":  # a bad MINIBERT_NUMBA, or =1 without a working numba, fails before any work
             numba_gelu_loop()
         code = int(module.run(args) or 0)

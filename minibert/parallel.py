@@ -4,9 +4,8 @@ A forward is mostly matmuls and NumPy loops, and both release the GIL, so two fo
 two cores at once. That beats one forward at a time on a two-threaded BLAS: the matmuls of one sentence batch are
 too small to split well over two cores, attention's stacked products run one head at a time on one core, and some of
 the elementwise work runs on one thread (docs/performance.md: MiniLM embeddings on 2 cores, ~35% more
-sentences per second). While the batches run, BLAS is held at one thread per call (minibert/blas.py) and the
-layers' elementwise blocks stay on the thread that runs the batch (layers/threads.py): each core does one
-batch's work, start to end.
+sentences per second). While the batches run, BLAS is held at one thread per call (minibert/blas.py): each core
+does one batch's work, start to end.
 
 Only for forwards that no backward follows (`forward_only`): a training step keeps its activations on the
 model, which two threads would overwrite. The results are those of the batches run one by one, in the same
@@ -15,29 +14,40 @@ order: each batch's numbers come from the same operations on the same thread.
 
 from __future__ import annotations
 
+import contextlib
 from collections import deque
 from itertools import islice
 from concurrent.futures import ThreadPoolExecutor
 
 from minibert._malloc import release_freed_memory
-from minibert.blas import blas_threads, one_blas_thread
-from minibert.layers import threads
+from minibert.blas import blas_threads, one_blas_thread, threads_from_environment, usable_cpu_count
 
 
 MAX_DEFAULT_WORKERS = 4  # each batch running at once holds its own activations: more cores, more memory
 
 
+_cores_per_worker_thread = 1  # more while the cores of idle ranks are lent (cores_lent)
+
+
 def default_workers() -> int:
-    """Batches run at once by default: the layers' thread count (OPENBLAS_NUM_THREADS, else OMP_NUM_THREADS,
-    else every core), so a program that asked BLAS for one thread gets one batch at a time; at most the cores
-    this process may run on, and at most MAX_DEFAULT_WORKERS (every batch in flight holds its activations)."""
-    usable = threads.usable_cpu_count()  # a container's or taskset's CPUs, not the host's
-    return max(1, min(threads.get_num_threads(), usable, MAX_DEFAULT_WORKERS))
+    """Batches run at once by default: the thread count the program asked for (OPENBLAS_NUM_THREADS, else
+    OMP_NUM_THREADS, else every core; times the cores lent by `cores_lent`), so a program that asked BLAS for one
+    thread gets one batch at a time; at most the cores this process may run on, and at most MAX_DEFAULT_WORKERS
+    (every batch in flight holds its activations)."""
+    usable = usable_cpu_count()  # a container's or taskset's CPUs, not the host's
+    return max(1, min(threads_from_environment() * _cores_per_worker_thread, usable, MAX_DEFAULT_WORKERS))
 
 
-def _alone(fn, item):
-    with threads.on_this_thread_only():
-        return fn(item)
+@contextlib.contextmanager
+def cores_lent(factor: int):
+    """Within the block, default_workers() counts `factor` times the threads: for a rank that runs alone while
+    factor - 1 other ranks with as many cores wait (finetune/train.py: evaluation)."""
+    global _cores_per_worker_thread
+    before, _cores_per_worker_thread = _cores_per_worker_thread, factor
+    try:
+        yield
+    finally:
+        _cores_per_worker_thread = before
 
 
 def map_batches(fn, items, workers: int | None = None):
@@ -68,11 +78,11 @@ def _map_on_threads(fn, items, workers):
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="minibert-batch") as pool:
         try:
             for item in islice(rest, workers):
-                pending.append(pool.submit(_alone, fn, item))
+                pending.append(pool.submit(fn, item))
             while pending:
                 result = pending.popleft().result()
                 for item in islice(rest, 1):
-                    pending.append(pool.submit(_alone, fn, item))
+                    pending.append(pool.submit(fn, item))
                 yield result
         finally:
             for future in pending:  # a caller that stopped early, or an error: start nothing more

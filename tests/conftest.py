@@ -21,12 +21,12 @@ import pytest  # noqa: E402
 def gelu_kernel(request):
     """Run the test once with the NumPy GELU and once with numba's compiled one (skipped without numba), so
     both float32 paths are checked against transformers (minibert/layers/gelu_numba.py)."""
-    from minibert.layers import activations
+    from minibert.layers import gelu_select
     if request.param == "numba":
         pytest.importorskip("numba")
-    previous = activations.use_numba_gelu(request.param == "numba")
+    previous = gelu_select.use_numba_gelu(request.param == "numba")
     yield request.param
-    activations.use_numba_gelu(previous)
+    gelu_select.use_numba_gelu(previous)
 
 
 @pytest.fixture

@@ -1,5 +1,5 @@
 """Batches side by side on threads (minibert/parallel.py): every result, in order; the calls really overlap;
-inside them BLAS and the layers' blocks stay on the calling thread; errors and early stops are handled."""
+inside them BLAS stays on the calling thread; errors and early stops are handled."""
 
 import os
 import subprocess
@@ -9,8 +9,7 @@ import threading
 import numpy as np
 import pytest
 
-from minibert import blas
-from minibert.layers import threads
+from minibert import blas, parallel
 from minibert.parallel import map_batches
 
 needs_openblas = pytest.mark.skipif(blas.blas_threads() is None, reason="NumPy's BLAS here is not an OpenBLAS")
@@ -40,25 +39,15 @@ def test_calls_run_at_the_same_time():
 
 
 @needs_openblas
-def test_inside_a_call_blas_and_blocks_use_the_calling_thread():
+def test_inside_a_call_blas_uses_the_calling_thread():
     get, put = blas._openblas_functions()
-    before_blas, before_layers = get(), threads.get_num_threads()
+    before = get()
     put(2)
-    threads.set_num_threads(2)
     try:
-        def fn(x):
-            block_threads = set()
-            threads.for_row_blocks(lambda s: block_threads.add(threading.get_ident()), 64, 1 << 16)
-            return blas.blas_threads(), block_threads == {threading.get_ident()}
-
-        assert list(map_batches(fn, range(4), workers=2)) == [(1, True)] * 4
+        assert list(map_batches(lambda x: blas.blas_threads(), range(4), workers=2)) == [1] * 4
         assert blas.blas_threads() == 2  # restored
-        here = set()
-        threads.for_row_blocks(lambda s: here.add(threading.get_ident()), 64, 1 << 16)
-        assert len(here) == 2  # outside, the pool is used again
     finally:
-        put(before_blas)
-        threads.set_num_threads(before_layers)
+        put(before)
 
 
 @needs_openblas
@@ -146,3 +135,12 @@ def test_the_hand_back_runs_no_garbage_collection(monkeypatch):
     monkeypatch.setattr(gc, "collect", lambda *a: calls.append(a) or 0)
     assert list(map_batches(abs, [-1, -2, -3], workers=2)) == [1, 2, 3]
     assert calls == []
+
+
+def test_lent_cores_multiply_the_default_workers(monkeypatch):
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "1")
+    monkeypatch.setattr(parallel, "usable_cpu_count", lambda: 8)
+    assert parallel.default_workers() == 1
+    with parallel.cores_lent(3):
+        assert parallel.default_workers() == 3
+    assert parallel.default_workers() == 1

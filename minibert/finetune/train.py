@@ -11,6 +11,7 @@ gradients are the whole batch's (`train_step`). Rank 0 alone evaluates, logs and
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 from dataclasses import dataclass
@@ -20,10 +21,9 @@ import numpy as np
 from minibert._malloc import release_freed_memory
 from minibert.finetune.data import Examples
 from minibert.finetune.metrics import classification_metrics
-from minibert.layers import threads
 from minibert.models.base import forward_only
 from minibert.optim import AdamW, clip_grad_norm, linear_warmup_decay
-from minibert.parallel import map_batches
+from minibert.parallel import cores_lent, map_batches
 from minibert.training.distributed import LocalCommunicator, check_divisible
 from minibert.training.sharded import ShardedAdamW
 
@@ -217,26 +217,18 @@ def train_step(model, optimizer, encoded: list, chosen, targets, pad_id: int, lr
     return loss, correct
 
 
-class evaluation:
+@contextlib.contextmanager
+def evaluation(comm=None):
     """The block around an evaluation between (or after) training steps:
     - the memory that the training steps freed, and that malloc keeps for the next step (keep_freed_memory, as the
       CLI runs), goes back to the system first: the evaluation's batches run on worker threads, which allocate
       from malloc arenas of their own and could not reuse it (MiniLM at batch 32: ~1 GB more at the peak);
     - rank 0 of N runs N inference batches at once (parallel.map_batches): while it alone evaluates, the cores of
       the other ranks, which only wait, are free (under --procs; MPI ranks poll while they wait)."""
-
-    def __init__(self, comm=None):
-        # (MPI's waiting ranks poll and keep their cores busy: there rank 0 stays on its own threads)
-        self.size = comm.size if getattr(comm, "waits_idle", False) else 1
-
-    def __enter__(self):
-        release_freed_memory()
-        self.before = threads.get_num_threads()
-        if self.size > 1:
-            threads.set_num_threads(self.before * self.size)
-
-    def __exit__(self, *exc):
-        threads.set_num_threads(self.before)
+    release_freed_memory()
+    # (MPI's waiting ranks poll and keep their cores busy: there rank 0 stays on its own threads)
+    with cores_lent(comm.size if getattr(comm, "waits_idle", False) else 1):
+        yield
 
 
 def train_classifier(model, train_encoded, y_train, eval_encoded, y_eval, label_names, settings: Settings,

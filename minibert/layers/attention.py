@@ -15,51 +15,23 @@ import math
 import numpy as np
 
 from minibert.layers.dropout import dropout_backward, dropout_forward
-from minibert.layers.threads import batched_matmul, for_row_blocks, sum_rows
 
 
-def _check_rows(name, scores):
-    """The softmax runs over the last axis, in blocks of the first: it needs 2 axes or more."""
-    if np.ndim(scores) < 2:
-        raise ValueError(f"{name} needs scores with 2 or more axes (rows, then the softmax axis), got shape "
-                         f"{np.shape(scores)}: for one row pass x[None]")
-
-
-def _softmax_forward_block(scores, additive_mask):
+def softmax_forward(scores, additive_mask=None):
+    """Softmax over the last axis of `scores + additive_mask`, in place on `scores` (additive_mask broadcasts
+    against scores, e.g. (B, 1, 1, T) for scores (B, A, T, T))."""
     if additive_mask is not None:
         scores += additive_mask  # padded keys get ~zero probability
     scores -= scores.max(axis=-1, keepdims=True)  # shift for stability: exp never overflows
     np.exp(scores, out=scores)
     scores /= np.einsum("...t->...", scores)[..., None]  # row sums (einsum: NumPy's .sum is slow on short rows)
-
-
-def softmax_forward(scores, additive_mask=None):
-    """Softmax over the last axis of `scores + additive_mask`, in place on `scores` (C-contiguous, 2-D or more).
-
-    additive_mask broadcasts against scores and has scores' first axis or 1 there (e.g. (B, 1, 1, T) for
-    scores (B, A, T, T)). Runs on blocks along the first axis (threads.py), so it needs a first axis of rows: a
-    1-D array is refused (ValueError), never split into blocks of its own softmax axis."""
-    _check_rows("softmax_forward", scores)
-    m = additive_mask
-    per_row = m is not None and m.shape[0] > 1  # one mask per batch row: slice it with the block
-
-    def block(s):
-        _softmax_forward_block(scores[s], m[s] if per_row else m)
-    for_row_blocks(block, scores.shape[0], scores.size // max(1, scores.shape[0]))
     return scores
 
 
-def _softmax_backward_block(dprobs, probs):
+def softmax_backward(dprobs, probs):
     """d scores = probs * (dprobs - sum(dprobs * probs)) over the last axis, in place on dprobs."""
     dprobs -= np.einsum("...i,...i->...", dprobs, probs)[..., None]
     dprobs *= probs
-
-
-def softmax_backward(dprobs, probs):
-    """The gradient w.r.t. the scores, overwriting dprobs (C-contiguous, same shape as probs, 2-D or more)."""
-    _check_rows("softmax_backward", probs)
-    for_row_blocks(lambda s: _softmax_backward_block(dprobs[s], probs[s]), probs.shape[0],
-                   probs.size // max(1, probs.shape[0]))
     return dprobs
 
 
@@ -76,15 +48,14 @@ def self_attention_forward(x, params, prefix, additive_mask, num_heads, p_drop, 
     b_qkv = np.concatenate([params[prefix + n + ".bias"] for n in ("query", "key", "value")])  # (3H,)
     w_qkv[:H] *= scale
     b_qkv[:H] *= scale
-    qkv = x.reshape(B * T, H) @ w_qkv.T  # (B*T, 3H)
-    for_row_blocks(lambda s: np.add(qkv[s], b_qkv, out=qkv[s]), *qkv.shape)
+    qkv = x.reshape(B * T, H) @ w_qkv.T + b_qkv  # (B*T, 3H)
     # One copy into head-major layout, so each head's (T, D) block is contiguous for the batched matmuls.
     qkv = np.ascontiguousarray(qkv.reshape(B, T, 3, A, D).transpose(2, 0, 3, 1, 4))  # (3, B, A, T, D)
     q, k, v = qkv[0], qkv[1], qkv[2]  # each (B, A, T, D); q already scaled
-    scores = batched_matmul(q, k.transpose(0, 1, 3, 2))  # (B, A, T, T)
+    scores = q @ k.transpose(0, 1, 3, 2)  # (B, A, T, T)
     probs = softmax_forward(scores, additive_mask)  # (B, A, T, T); mask (B, 1, 1, T): padded keys get ~0
     probs_dropped, drop_mask = dropout_forward(probs, p_drop, rng, training)  # (B, A, T, T)
-    context = batched_matmul(probs_dropped, v)  # (B, A, T, D)
+    context = probs_dropped @ v  # (B, A, T, D)
     context = context.transpose(0, 2, 1, 3).reshape(B, T, H)  # (B, T, H): heads side by side
     cache = (x, w_qkv, q, k, v, probs, probs_dropped, drop_mask, scale)
     # The second result is what output_attentions shows: the weights the context was built with (after
@@ -97,16 +68,16 @@ def self_attention_backward(dcontext, cache, grads, prefix):
     B, A, T, D = q.shape
     H = A * D
     dcontext = dcontext.reshape(B, T, A, D).transpose(0, 2, 1, 3)  # (B, A, T, D)
-    dprobs = batched_matmul(dcontext, v.transpose(0, 1, 3, 2))  # (B, A, T, T)
+    dprobs = dcontext @ v.transpose(0, 1, 3, 2)  # (B, A, T, T)
     dqkv = np.empty((3, B, A, T, D), dtype=x.dtype)
-    batched_matmul(probs_dropped.transpose(0, 1, 3, 2), dcontext, out=dqkv[2])  # dv (B, A, T, D)
+    np.matmul(probs_dropped.transpose(0, 1, 3, 2), dcontext, out=dqkv[2])  # dv (B, A, T, D)
     dprobs = dropout_backward(dprobs, drop_mask)  # (B, A, T, T)
     dscores = softmax_backward(dprobs, probs)  # (B, A, T, T); the additive mask has no gradient
-    batched_matmul(dscores, k, out=dqkv[0])  # d(scaled q) (B, A, T, D)
-    batched_matmul(dscores.transpose(0, 1, 3, 2), q, out=dqkv[1])  # dk (B, A, T, D); q carries the scale
+    np.matmul(dscores, k, out=dqkv[0])  # d(scaled q) (B, A, T, D)
+    np.matmul(dscores.transpose(0, 1, 3, 2), q, out=dqkv[1])  # dk (B, A, T, D); q carries the scale
     dqkv = dqkv.transpose(1, 3, 0, 2, 4).reshape(B * T, 3 * H)  # (B*T, 3H), the layout of the qkv matmul
     dw_qkv = dqkv.T @ x.reshape(B * T, H)  # (3H, H) w.r.t. the scaled weights
-    db_qkv = sum_rows(dqkv)  # (3H,)
+    db_qkv = dqkv.sum(axis=0, dtype=np.float64)  # (3H,) in float64, as linear.py's bias gradient
     dw_qkv[:H] *= scale  # chain rule through the folded scale: d/dWq = scale * d/d(scale Wq)
     db_qkv[:H] *= scale
     for i, n in enumerate(("query", "key", "value")):

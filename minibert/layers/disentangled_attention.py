@@ -43,7 +43,6 @@ from minibert.layers.attention import softmax_backward, softmax_forward
 from minibert.layers.dropout import dropout_backward, dropout_forward
 from minibert.layers.layernorm import layernorm_backward, layernorm_forward
 from minibert.layers.linear import linear_backward, linear_forward
-from minibert.layers.threads import batched_matmul
 
 REL_EMBEDDINGS = "encoder.rel_embeddings.weight"
 REL_LAYER_NORM = "encoder.LayerNorm"
@@ -161,7 +160,7 @@ def disentangled_attention_forward(x, params, prefix, shared, config, rng, train
     k, c_k = linear_forward(x, P("key_proj.weight"), P("key_proj.bias"))  # (B, T, H)
     v, c_v = linear_forward(x, P("value_proj.weight"), P("value_proj.bias"))  # (B, T, H)
     q, k, v = _heads(q, A), _heads(k, A), _heads(v, A)  # (B, A, T, D)
-    scores = batched_matmul(q, k.transpose(0, 1, 3, 2))  # (B, A, T, T) content to content
+    scores = q @ k.transpose(0, 1, 3, 2)  # (B, A, T, T) content to content
     R = m_rel = None
     pos = {}  # term -> (position heads (A, 2S, D), the projection's cache)
     if config.relative_attention and terms:
@@ -181,7 +180,7 @@ def disentangled_attention_forward(x, params, prefix, shared, config, rng, train
         np.copyto(scores, np.finfo(scores.dtype).min, where=~shared.pair_mask)  # masked_fill, not an addition
     probs = softmax_forward(scores)  # (B, A, T, T)
     probs_dropped, drop_mask = dropout_forward(probs, config.attention_probs_dropout_prob, rng, training)
-    context = batched_matmul(probs_dropped, v)  # (B, A, T, D)
+    context = probs_dropped @ v  # (B, A, T, D)
     context = context.transpose(0, 2, 1, 3).reshape(B, T, H)  # (B, T, H)
     cache = (c_q, c_k, c_v, q, k, v, probs, probs_dropped, drop_mask, scale, m_rel, pos, shared)
     return context, probs_dropped, cache
@@ -202,15 +201,15 @@ def disentangled_attention_backward(dcontext, cache, params, grads, prefix, conf
     P = lambda name: params[prefix + name]  # noqa: E731
     G = lambda name: grads[prefix + name]  # noqa: E731
     dcontext = np.ascontiguousarray(dcontext.reshape(B, T, A, D).transpose(0, 2, 1, 3))  # (B, A, T, D)
-    dprobs = batched_matmul(dcontext, v.transpose(0, 1, 3, 2))  # (B, A, T, T)
-    dv = batched_matmul(probs_dropped.transpose(0, 1, 3, 2), dcontext)  # (B, A, T, D)
+    dprobs = dcontext @ v.transpose(0, 1, 3, 2)  # (B, A, T, T)
+    dv = probs_dropped.transpose(0, 1, 3, 2) @ dcontext  # (B, A, T, D)
     dprobs = dropout_backward(dprobs, drop_mask)  # (B, A, T, T)
     dscores = softmax_backward(dprobs, probs)  # (B, A, T, T)
     if shared.pair_mask is not None:
         dscores *= shared.pair_mask  # masked_fill replaced those scores: no gradient reaches them
     dscores *= dscores.dtype.type(scale)  # the gradient of the unscaled sum q k^T + c2p + p2c
-    dq = batched_matmul(dscores, k)  # (B, A, T, D)
-    dk = batched_matmul(dscores.transpose(0, 1, 3, 2), q)  # (B, A, T, D)
+    dq = dscores @ k  # (B, A, T, D)
+    dk = dscores.transpose(0, 1, 3, 2) @ q  # (B, A, T, D)
     if pos:
         dR = np.zeros(shared.rel.shape, dtype=q.dtype)  # (2S, H) this layer's share, before its dropout
         width = dR.shape[0]

@@ -1,6 +1,6 @@
 """Exact GELU in one compiled pass, for float32, when numba is installed (`pip install 'minibert[fast]'`).
 
-The NumPy GELU (activations.py) is the reference: ~23 elementwise passes over the (B, T, F) block, since NumPy
+The NumPy GELU (activations.py) is the reference: ~20 elementwise passes over the (B, T, F) block, since NumPy
 has no erf. This file computes the same formula, Abramowitz & Stegun 7.1.26, element by element in one loop
 that numba compiles to SIMD code: each element is read once and its two results written once.
 
@@ -17,8 +17,8 @@ with |r| <= ln2 / 2, exp(r) by its Taylor series up to r^7 (the first term left 
 float32's rounding), and 2^n written directly into a float's exponent bits. The results agree with the NumPy
 path to a few float32 roundings (tests/layers/test_gelu_numba.py).
 
-Imported only by activations.py, on the first float32 GELU (importing numba costs ~0.2 s and ~60 MB, its
-compiler ~60 MB more); MINIBERT_NUMBA chooses (see activations.numba_gelu_loop). Each process compiles the loop
+Imported only by gelu_select.py, on the first float32 GELU (importing numba costs ~0.2 s and ~60 MB, its
+compiler ~60 MB more); MINIBERT_NUMBA chooses (see gelu_select.numba_gelu_loop). Each process compiles the loop
 once (~1 s). numba's on-disk cache (cache=True) is not used: it stores its index with pickle, and minibert
 never unpickles a file.
 """
@@ -43,7 +43,7 @@ C7, C6, C5, C4, C3, C2 = (F32(1.0 / math.factorial(k)) for k in range(7, 1, -1))
 HALF, ONE = F32(0.5), F32(1.0)
 EXP_UNDERFLOW = F32(-87.0)  # exp(-87) ~ 1.6e-38, the edge of float32's normal range: below it, 0
 
-_jit = numba.njit(nogil=True, error_model="numpy", boundscheck=False)  # nogil: blocks run on threads (threads.py)
+_jit = numba.njit(nogil=True, error_model="numpy", boundscheck=False)  # nogil: batches run on threads (parallel.py)
 
 
 @intrinsic

@@ -1,11 +1,9 @@
 """Linear layer: out = x @ w.T + b, with w stored as Hugging Face stores it, (out_features, in_features).
 
-The matmuls run on BLAS's threads; the bias add and the bias gradient (a sum over all tokens) on row blocks
-over the same number of threads (threads.py)."""
+The bias gradient is a sum over every token of the batch, thousands of float32 rows: it is accumulated in
+float64, so that its rounding does not depend on how the rows are split (one process or several)."""
 
 import numpy as np
-
-from minibert.layers.threads import for_row_blocks, sum_rows
 
 
 def linear_forward(x, w, b):
@@ -13,8 +11,7 @@ def linear_forward(x, w, b):
     # One 2-D matmul over all tokens: NumPy runs a 3-D @ 2-D product as a loop of small products, ~20x slower.
     out = (x.reshape(-1, x.shape[-1]) @ w.T).reshape(*x.shape[:-1], w.shape[0])  # (..., O)
     if b is not None:
-        o2 = out.reshape(-1, w.shape[0])  # (N, O)
-        for_row_blocks(lambda s: np.add(o2[s], b, out=o2[s]), *o2.shape)
+        out += b  # (..., O)
     return out, x  # the backward needs only the input
 
 
@@ -25,5 +22,5 @@ def linear_backward(dout, cache, w, dw, db):
     d2 = dout.reshape(-1, dout.shape[-1])  # (N, O)
     dw += d2.T @ x2  # (O, I)
     if db is not None:
-        db += sum_rows(d2)  # (O,)
+        db += d2.sum(axis=0, dtype=np.float64)  # (O,)
     return (d2 @ w).reshape(*dout.shape[:-1], w.shape[1])  # (..., I)

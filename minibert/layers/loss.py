@@ -6,39 +6,22 @@ returns NaN there (0/0), which would poison a training run.
 
 import numpy as np
 
-from minibert.layers.threads import for_row_blocks
-
 IGNORE_INDEX = -100
-
-
-def _cross_entropy_forward_block(logits, labels, probs, log_prob_true):
-    # logits (n, C)  labels (n,) -> probs (n, C) softmax, log_prob_true (n,) log softmax at the labels
-    np.subtract(logits, logits.max(axis=-1, keepdims=True), out=probs)  # shifted: exp never overflows
-    log_prob_true[...] = probs[np.arange(len(labels)), labels]
-    np.exp(probs, out=probs)
-    sum_exp = probs.sum(axis=-1, keepdims=True)  # (n, 1)
-    log_prob_true -= np.log(sum_exp[:, 0])
-    probs /= sum_exp
 
 
 def cross_entropy_forward(logits, labels, ignore_index=IGNORE_INDEX):
     # logits (N, C)  labels (N,) int
     valid = labels != ignore_index  # (N,)
     count = int(valid.sum())
-    safe_labels = np.where(valid, labels, 0)
-    probs = np.empty(logits.shape, dtype=logits.dtype)  # (N, C): softmax, kept for the backward
-    log_prob_true = np.empty(len(labels), dtype=logits.dtype)  # (N,)
-    for_row_blocks(lambda s: _cross_entropy_forward_block(logits[s], safe_labels[s], probs[s], log_prob_true[s]),
-                   *logits.shape)
+    safe_labels = np.where(valid, labels, 0)  # (N,)
+    probs = logits - logits.max(axis=-1, keepdims=True)  # (N, C) shifted: exp never overflows
+    log_prob_true = probs[np.arange(len(labels)), safe_labels]  # (N,) shifted logit at the label (a copy)
+    np.exp(probs, out=probs)  # in place: the (N, C) array is the MLM head's largest
+    sum_exp = probs.sum(axis=-1, keepdims=True)  # (N, 1)
+    log_prob_true -= np.log(sum_exp[:, 0])  # (N,) log softmax at the labels
+    probs /= sum_exp  # (N, C) softmax, kept for the backward
     loss = (-log_prob_true * valid).sum() / max(count, 1)
     return float(loss), (probs, safe_labels, valid, count)
-
-
-def _cross_entropy_backward_block(probs, labels, row_scale, dlogits, copy):
-    if copy:
-        dlogits[...] = probs
-    dlogits[np.arange(len(labels)), labels] -= 1.0
-    dlogits *= row_scale[:, None]
 
 
 def cross_entropy_backward(cache, dloss=1.0, overwrite=False):
@@ -49,9 +32,9 @@ def cross_entropy_backward(cache, dloss=1.0, overwrite=False):
     the MLM head (M, V) the largest array of a small model's step. The same operations, the same numbers."""
     probs, labels, valid, count = cache
     row_scale = (valid * (dloss / max(count, 1))).astype(probs.dtype)  # (N,)
-    dlogits = probs if overwrite else np.empty_like(probs)  # (N, C)
-    for_row_blocks(lambda s: _cross_entropy_backward_block(probs[s], labels[s], row_scale[s], dlogits[s],
-                                                           not overwrite), *probs.shape)
+    dlogits = probs if overwrite else probs.copy()  # (N, C)
+    dlogits[np.arange(len(labels)), labels] -= 1.0
+    dlogits *= row_scale[:, None]
     return dlogits
 
 

@@ -44,7 +44,7 @@ from minibert.data.examples import PAIR_OBJECTIVES, ExampleStream
 from minibert.data.masking import Masker, continuation_mask
 from minibert.data.prepare import prepare_data
 from minibert.io.atomic import atomic_write_text
-from minibert.layers.activations import numba_gelu_loop, numpy_gelu_unless_asked
+from minibert.layers.gelu_select import numba_gelu_loop, numpy_gelu_unless_asked
 from minibert.models.bert import bert_param_shapes
 from minibert.optim import AdamW, clip_grad_norm
 from minibert.training.budget import Budget, Plan, make_plan, measure_step_seconds, steps_that_fit

@@ -71,7 +71,7 @@ class RankTimeout(RuntimeError):
 
 def usable_cores() -> int:
     """The CPUs this process may run on (taskset, a container's cpuset): one rank per core by default."""
-    from minibert.layers.threads import usable_cpu_count
+    from minibert.blas import usable_cpu_count
     return usable_cpu_count()
 
 

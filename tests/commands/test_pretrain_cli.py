@@ -67,18 +67,18 @@ def test_a_bad_minibert_numba_is_one_line_before_any_work(tmp_path, corpus, caps
 @pytest.mark.parametrize("setting", ["0", "1", "auto"])
 def test_the_run_says_when_numba_computes_gelu(tmp_path, corpus, capsys, monkeypatch, setting):
     # auto: pre-training keeps NumPy's GELU (numba buys it little for much memory); =1 asks for numba's
-    from minibert.layers import activations
+    from minibert.layers import gelu_select
     if setting == "1":
         pytest.importorskip("numba")
     monkeypatch.setenv("MINIBERT_NUMBA", setting)
-    previous = activations.use_numba_gelu(None)  # decided again, from MINIBERT_NUMBA
+    previous = gelu_select.use_numba_gelu(None)  # decided again, from MINIBERT_NUMBA
     try:
         code = main(["pretrain", "--corpus", str(corpus), "--config", "tiny", "--vocab-size", "200", "--seq-len",
                      "32", "--batch-size", "8", "--steps", "2", "--runs-dir", str(tmp_path / "runs"), "--quiet",
                      "--no-plot", "--no-examples"])
-        after = activations.use_numba_gelu(previous)
+        after = gelu_select.use_numba_gelu(previous)
     finally:
-        activations.use_numba_gelu(previous)
+        gelu_select.use_numba_gelu(previous)
     assert code == 0
     said = "exact GELU compiled by numba" in capsys.readouterr().out
     assert said == (setting == "1")
