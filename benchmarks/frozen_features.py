@@ -1,0 +1,74 @@
+"""What does a model's pre-training carry into a task before any fine-tuning? Each text is embedded by the frozen
+model (the mean of its last hidden states over the tokens, the first max-positions tokens of the text), logistic
+regression is fitted on the training split with its C chosen on the eval split, and the test split is scored once.
+
+    python benchmarks/frozen_features.py --task drug-reviews --out runs/frozen \
+        --row "13-minute mini=runs/mini-wiki" --row "untrained=untrained:runs/mini-wiki"
+
+A row is NAME=MODEL: a model folder or `minibert pretrain` run, or untrained:RUN (RUN's config and tokenizer with
+freshly initialised weights, as in finetune_table.py). Fine-tuning can learn features of its own; this probe
+cannot, so it measures the representation alone: a pre-trained row no better than the untrained one has learned
+nothing the task can use. Needs scikit-learn (`pip install -e '.[baselines]'`).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import numpy as np
+
+from finetune_table import parse_row, untrained_copy  # benchmarks/finetune_table.py
+from minibert.finetune.metrics import classification_metrics
+from minibert.finetune.tasks import TASKS, load_task
+
+C_GRID = (0.01, 0.1, 1.0, 10.0)  # inverse L2 strengths tried on the eval split
+
+
+def parse_args():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--row", action="append", required=True, metavar="NAME=MODEL", help="a table row")
+    p.add_argument("--task", default="drug-reviews", choices=TASKS, help="a built-in task (default drug-reviews)")
+    p.add_argument("--out", required=True, help="folder for the untrained rows' models")
+    p.add_argument("--batch-size", type=int, default=32, help="texts per forward (default 32)")
+    return p.parse_args()
+
+
+def probe(features: dict, task, labels: list[str]) -> dict:
+    """Logistic regression on standardised features, C chosen by eval accuracy; test accuracy and macro-F1."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.preprocessing import StandardScaler
+
+    y = {split: np.array([labels.index(t) for t in getattr(task, split).labels]) for split in features}
+    scaler = StandardScaler().fit(features["train"])
+    X = {split: scaler.transform(f) for split, f in features.items()}
+    fits = [LogisticRegression(C=C, max_iter=5000).fit(X["train"], y["train"]) for C in C_GRID]
+    eval_acc = [float((f.predict(X["eval"]) == y["eval"]).mean()) for f in fits]
+    best = int(np.argmax(eval_acc))
+    metrics = classification_metrics(y["test"], fits[best].predict(X["test"]), labels)
+    return {"C": C_GRID[best], "eval_accuracy": eval_acc[best], **metrics}
+
+
+def main():
+    args = parse_args()
+    from minibert.embeddings import SentenceEncoder
+
+    task = load_task(args.task)
+    labels = sorted(set(task.train.labels))
+    majority = max(task.test.labels.count(label) for label in labels) / len(task.test)
+    print(f"{args.task}: {len(task.train)} train, {len(task.eval)} eval, {len(task.test)} test texts; "
+          f"the majority class is {majority:.1%} of test")
+    print(f"{'row':<28} {'C':>6} {'eval acc':>9} {'test acc':>9} {'macro-F1':>9}")
+    for name, model, _ in map(parse_row, args.row):
+        if model.startswith("untrained:"):
+            model = str(untrained_copy(model.split(":", 1)[1], Path(args.out)))
+        encoder = SentenceEncoder.from_pretrained(model)
+        features = {split: encoder.encode(getattr(task, split).texts, batch_size=args.batch_size)
+                    for split in ("train", "eval", "test")}
+        r = probe(features, task, labels)
+        print(f"{name:<28} {r['C']:>6} {r['eval_accuracy']:>9.1%} {r['accuracy']:>9.1%} {r['macro_f1']:>9.1%}",
+              flush=True)
+
+
+if __name__ == "__main__":
+    main()
