@@ -18,8 +18,8 @@ import numpy as np
 
 from minibert._plural import counted
 from minibert.commands.finetune_setup import DEFAULT_MAX_LENGTH
-
-FEW_STEPS = 300  # below this many optimizer steps, fine-tuning often stays at the majority class (recipe.MIN_STEPS)
+# below MIN_STEPS optimizer steps, fine-tuning often stays at the majority class: the run says so
+from minibert.finetune.recipe import MIN_STEPS
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -295,7 +295,7 @@ def _run_sequence(args, comm) -> int:
         settings.epochs = epochs_for(len(encoded["train"]), settings.batch_size)
     log_recipe(settings, log)
     steps = math.ceil(len(encoded["train"]) / settings.batch_size) * settings.epochs
-    if steps < FEW_STEPS:
+    if steps < MIN_STEPS:
         epochs = f"--epochs {settings.epochs}" if args.epochs is not None else f"{settings.epochs} epochs"
         log(f"note: only {counted(steps, 'optimizer step')} ({counted(len(encoded['train']), 'example')}, {epochs}, "
             f"--batch-size {settings.batch_size}); a small data set usually needs more: a smaller --batch-size or "
