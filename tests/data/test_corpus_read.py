@@ -54,8 +54,8 @@ def test_missing_empty_and_too_small_corpora_are_refused(tmp_path):
     small.write_text("One short document only.\n")
     with pytest.raises(ValueError, match="too small: 1 document"):
         load_corpus(str(small))
-    with pytest.raises(ValueError, match="cannot be mixed"):
-        load_corpus(["wiki", str(small)])
+    with pytest.raises(ValueError, match="too small: 1 document"):
+        load_corpus(["wiki", str(small)])  # a small part of a mix too
 
 
 def test_held_out_split_is_fixed_disjoint_and_nonempty(tmp_path):
@@ -83,3 +83,28 @@ def test_builtin_wiki_and_ptb():
     assert held == sorted(ptb.eval_documents)  # the valid split is the held-out set
     assert sum(len(ptb.documents[d]) for d in held) == 3370
     assert "[UNK]" in ptb.documents[0][1] and "<unk>" not in ptb.documents[0][1]
+
+
+def test_a_mix_of_corpora_keeps_each_parts_held_out_documents(tmp_path, monkeypatch):
+    import minibert.data.corpus as corpus_module
+    from minibert.data.corpus import Corpus
+
+    a = [[f"Alpha document {i} says something."] for i in range(200)]
+    b = [[f"Beta document {i} says something else."] for i in range(50)]
+    fixed = Corpus("fixed", b, [], eval_documents={3, 7}, settings={"builtin": "fixed"})
+    monkeypatch.setattr(corpus_module, "_load_ptb", lambda: fixed)
+    path = tmp_path / "mine.txt"
+    path.write_text("\n\n".join(" ".join(d) for d in a) + "\n")
+
+    alone = load_corpus(str(path))
+    mixed = load_corpus(["ptb", str(path)])
+    assert mixed.name == "fixed+mine"
+    assert mixed.documents == b + a  # built-in parts first, then the files
+    train, held = split_documents(mixed, eval_fraction=0.05)
+    _, held_alone = split_documents(alone, eval_fraction=0.05)
+    # the predefined part keeps its split, the drawn part holds out what it holds out alone
+    assert held == [3, 7] + [50 + d for d in held_alone]
+    assert len(held_alone) == 10 and sorted(train + held) == list(range(250))
+    assert mixed.fingerprint() != alone.fingerprint()
+    with pytest.raises(ValueError, match="'ptb' is given twice"):
+        load_corpus(["ptb", "ptb"])
