@@ -115,9 +115,7 @@ def combine(parts: list[Corpus]) -> Corpus:
         documents.extend(part.documents)
         files.extend(part.files)
         eval_documents.update(start + d for d in part.eval_documents)
-        own = part.drawn_parts if part.drawn_parts is not None else ([] if part.eval_documents else
-                                                                     [(0, len(part.documents))])
-        drawn.extend((start + a, start + b) for a, b in own)
+        drawn.extend((start + a, start + b) for a, b in drawn_parts(part))
     return Corpus("+".join(part.name for part in parts), documents, files, eval_documents=eval_documents,
                   settings={"parts": [dict(part.settings, name=part.name) for part in parts]}, drawn_parts=drawn)
 
@@ -209,6 +207,14 @@ def check_corpus(corpus: Corpus, where: str) -> None:
                          f"is held out for evaluation) and {MIN_WORDS} words")
 
 
+def drawn_parts(corpus: Corpus) -> list[tuple[int, int]]:
+    """The document ranges whose held-out documents split_documents draws: the corpus's own list, or else the
+    whole corpus when it has no predefined held-out documents."""
+    if corpus.drawn_parts is not None:
+        return corpus.drawn_parts
+    return [] if corpus.eval_documents else [(0, len(corpus.documents))]
+
+
 def split_documents(corpus: Corpus, eval_fraction: float = 0.02, max_eval_documents: int = 500
                     ) -> tuple[list[int], list[int]]:
     """(train document indices, held-out document indices).
@@ -218,9 +224,8 @@ def split_documents(corpus: Corpus, eval_fraction: float = 0.02, max_eval_docume
     of corpora does this for each part (`drawn_parts`).
     """
     n = len(corpus.documents)
-    drawn = corpus.drawn_parts if corpus.drawn_parts is not None else ([] if corpus.eval_documents else [(0, n)])
     held = set(corpus.eval_documents)
-    for start, stop in drawn:
+    for start, stop in drawn_parts(corpus):
         size = stop - start
         count = min(max(1, round(eval_fraction * size)), max_eval_documents, size - 1)
         held.update(start + i for i in np.random.default_rng(SPLIT_SEED).permutation(size)[:count].tolist())
