@@ -74,13 +74,11 @@ def corpus_files(sources: str | list[str]) -> tuple[list[str], list[Path]]:
     if not sources:
         raise ValueError("no corpus given: name a built-in corpus (wiki, ptb) or text/JSONL files or folders")
     builtins = [str(s) for s in sources if str(s) in BUILTIN_CORPORA]
-    repeated = sorted({name for name in builtins if builtins.count(name) > 1})
-    if repeated:
-        raise ValueError(f"the built-in corpus {repeated[0]!r} is given twice")
+    for name in builtins:
+        if builtins.count(name) > 1:
+            raise ValueError(f"the built-in corpus {name!r} is given twice")
     files = []
-    for source in sources:
-        if str(source) in BUILTIN_CORPORA:
-            continue
+    for source in _other_sources(sources):
         path = Path(source).expanduser()
         if not path.exists():
             raise FileNotFoundError(f"corpus {source!r} does not exist (expected a file, a folder, or one of "
@@ -96,14 +94,20 @@ def load_corpus(sources: str | list[str], text_field: str = "text") -> Corpus:
     builtins, files = corpus_files(sources)
     parts = [_load_wiki() if name == "wiki" else _load_ptb() for name in builtins]
     if files:
+        others = _other_sources(sources)
         documents = []
         for path in files:
             documents.extend(read_documents(path, text_field))
-        name = Path(next(s for s in sources if str(s) not in BUILTIN_CORPORA)).name.split(".")[0] or "corpus"
+        name = Path(others[0]).name.split(".")[0] or "corpus"
         corpus = Corpus(name, documents, files, settings={"text_field": text_field})
-        check_corpus(corpus, ", ".join(str(s) for s in sources if str(s) not in BUILTIN_CORPORA))
+        check_corpus(corpus, ", ".join(str(s) for s in others))
         parts.append(corpus)
     return parts[0] if len(parts) == 1 else combine(parts)
+
+
+def _other_sources(sources: list) -> list:
+    """The sources that name files or folders rather than a built-in corpus."""
+    return [s for s in sources if str(s) not in BUILTIN_CORPORA]
 
 
 def combine(parts: list[Corpus]) -> Corpus:
