@@ -16,9 +16,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-import numpy as np
-
 from finetune_table import parse_row, untrained_copy  # benchmarks/finetune_table.py
+from minibert.finetune.baseline import choose_c
+from minibert.finetune.data import label_ids
 from minibert.finetune.metrics import classification_metrics
 from minibert.finetune.tasks import TASKS, load_task
 
@@ -35,18 +35,17 @@ def parse_args():
 
 
 def probe(features: dict, task, labels: list[str]) -> dict:
-    """Logistic regression on standardised features, C chosen by eval accuracy; test accuracy and macro-F1."""
-    from sklearn.linear_model import LogisticRegression
+    """Logistic regression on standardised features, C chosen by eval accuracy (the TF-IDF baseline's
+    choose_c); test accuracy and macro-F1."""
     from sklearn.preprocessing import StandardScaler
 
-    y = {split: np.array([labels.index(t) for t in getattr(task, split).labels]) for split in features}
+    label2id = {label: i for i, label in enumerate(labels)}
+    y = {split: label_ids(getattr(task, split), label2id) for split in features}
     scaler = StandardScaler().fit(features["train"])
     X = {split: scaler.transform(f) for split, f in features.items()}
-    fits = [LogisticRegression(C=C, max_iter=5000).fit(X["train"], y["train"]) for C in C_GRID]
-    eval_acc = [float((f.predict(X["eval"]) == y["eval"]).mean()) for f in fits]
-    best = int(np.argmax(eval_acc))
-    metrics = classification_metrics(y["test"], fits[best].predict(X["test"]), labels)
-    return {"C": C_GRID[best], "eval_accuracy": eval_acc[best], **metrics}
+    clf, C, eval_accuracy = choose_c(X["train"], y["train"], X["eval"], y["eval"], C_GRID, max_iter=5000)
+    metrics = classification_metrics(y["test"], clf.predict(X["test"]), labels)
+    return {"C": C, "eval_accuracy": eval_accuracy, **metrics}
 
 
 def main():

@@ -31,12 +31,27 @@ def _documents(examples: Examples) -> list[str]:
     return [f"{a} {b}" for a, b in zip(examples.texts, examples.text_pairs)]
 
 
+def choose_c(x_train, y_train, x_eval, y_eval, grid, seed: int = 0, max_iter: int = 3000, log=None):
+    """(classifier, C, its eval accuracy): logistic regression fitted on train for each C of `grid`, the one
+    most accurate on eval kept (the first, on a tie). `log(i, C)` is told each fit as it starts."""
+    _, LogisticRegression = _import_sklearn()
+    best = None
+    for i, c in enumerate(grid, start=1):
+        if log is not None:
+            log(i, c)
+        clf = LogisticRegression(C=c, max_iter=max_iter, random_state=seed).fit(x_train, y_train)
+        accuracy = float((clf.predict(x_eval) == y_eval).mean())
+        if best is None or accuracy > best[2]:
+            best = (clf, c, accuracy)
+    return best
+
+
 def tfidf_baseline(train: Examples, eval_: Examples, label2id: dict[str, int], test: Examples | None = None,
                    seed: int = 0, log=None) -> dict:
     """Fit on train, choose C on eval; metrics on eval (and test), like BERT's. `log`: told each step as it starts
     (a fit on a large data set takes minutes)."""
     log = log or (lambda message: None)
-    TfidfVectorizer, LogisticRegression = _import_sklearn()
+    TfidfVectorizer, _ = _import_sklearn()
     names = list(label2id)
     start = time.perf_counter()
     # Word unigrams and bigrams, sublinear term frequency: the usual strong setting for topic and sentiment.
@@ -45,15 +60,9 @@ def tfidf_baseline(train: Examples, eval_: Examples, label2id: dict[str, int], t
     x_train = vectorizer.fit_transform(_documents(train))
     x_eval = vectorizer.transform(_documents(eval_))
     y_train, y_eval = label_ids(train, label2id), label_ids(eval_, label2id)
-    best = None
-    for i, c in enumerate(C_GRID, start=1):
-        log(f"TF-IDF baseline: logistic regression with C={c:g} ({i} of {len(C_GRID)}) ...")
-        clf = LogisticRegression(C=c, max_iter=3000, random_state=seed)
-        clf.fit(x_train, y_train)
-        accuracy = float((clf.predict(x_eval) == y_eval).mean())
-        if best is None or accuracy > best[0]:
-            best = (accuracy, c, clf)
-    _, c, clf = best
+    clf, c, _ = choose_c(x_train, y_train, x_eval, y_eval, C_GRID, seed=seed,
+                         log=lambda i, c: log(f"TF-IDF baseline: logistic regression with C={c:g} ({i} of "
+                                              f"{len(C_GRID)}) ..."))
 
     def predict(x):  # the classifier only knows the classes present in train; map back to our ids
         return clf.classes_[clf.predict_proba(x).argmax(axis=1)]
