@@ -69,7 +69,7 @@ def test_masked_lm_loss_logits_and_every_gradient(act):
     assert max_rel_diff(out.prediction_logits, flat) < TOL
     assert out.loss == pytest.approx(ref.loss.item(), rel=1e-5)
     assert "vocab_projector.weight" not in model.params  # tied to the word embeddings, as in HF
-    assert_grads_match(model.grads, torch_grads(hf), TOL)
+    assert_grads_match(model, torch_grads(hf), TOL)
 
 
 def test_bare_model_outputs_hidden_states_attentions_and_gradients():
@@ -91,7 +91,7 @@ def test_bare_model_outputs_hidden_states_attentions_and_gradients():
         assert max_rel_diff(ours[valid], theirs.detach().numpy()[valid]) < TOL
     for ours, theirs in zip(out.attentions, ref.attentions):
         assert max_rel_diff(ours, theirs.detach().numpy()) < TOL
-    assert_grads_match(model.grads, torch_grads(hf), TOL)
+    assert_grads_match(model, torch_grads(hf), TOL)
 
 
 def test_float64_parity_is_exact_to_rounding():
@@ -105,4 +105,4 @@ def test_float64_parity_is_exact_to_rounding():
     ref = hf(input_ids=t(ids), attention_mask=t(mask), labels=t(labels))
     ref.loss.backward()
     assert out.loss == pytest.approx(ref.loss.item(), rel=1e-12)
-    assert_grads_match(model.grads, torch_grads(hf), 1e-9)
+    assert_grads_match(model, torch_grads(hf), 1e-9)

@@ -40,7 +40,7 @@ def test_classifier_parity_and_export(model_type, tmp_path):
     ref.loss.backward()
     assert max_rel_diff(out.logits, ref.logits.detach().numpy()) < 1e-4
     assert out.loss == pytest.approx(ref.loss.item(), rel=1e-5)
-    assert_grads_match(ours.grads, torch_grads(hf, ours), 1e-4)
+    assert_grads_match(ours, torch_grads(hf, ours), 1e-4)
 
     ours.save_pretrained(tmp_path)
     loaded, info = getattr(transformers, HF_CLASS[model_type]).from_pretrained(tmp_path, output_loading_info=True)

@@ -5,6 +5,7 @@ import warnings
 
 import numpy as np
 import pytest
+from hf_reference import assert_grads_match
 
 from minibert.config import BertConfig
 from minibert.io.checkpoint import CheckpointWarning
@@ -34,11 +35,7 @@ def twin(ours):
 
 
 def assert_same_gradients(ours, theirs):
-    grads = {name: p.grad for name, p in theirs.named_parameters()}
-    assert set(grads) == set(ours.grads)
-    largest = max(float(g.abs().max()) for g in grads.values())
-    for name, g in grads.items():
-        close_to_scale(ours.grads[name], g.numpy(), name, floor=1e-3 * largest)
+    assert_grads_match(ours, {name: p.grad.double().numpy() for name, p in theirs.named_parameters()})
 
 
 def torch_inputs(ids, types, mask):
