@@ -46,3 +46,42 @@ def browser(tmp_path):
         yield b
     finally:
         b.quit()
+
+
+SHARED_MEMORY = "/dev/shm"
+LEFT_BEHIND = ("mpich_shm_", "minibert-procs-")  # MPICH's node memory; the folder of `--procs N` ranks
+
+
+def _orphans(names):
+    """Those of `names` (entries of /dev/shm) that no running process uses: none has it mapped, open, or named in
+    its environment (how the ranks of `--procs N` find their folder)."""
+    used = set()
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        for what in ("maps", "environ"):
+            try:
+                with open(f"/proc/{pid}/{what}", "rb") as f:
+                    text = f.read().decode("utf-8", "replace")
+            except OSError:
+                continue
+            used |= {n for n in names if n in text}
+    return set(names) - used
+
+
+@pytest.fixture(scope="module")
+def leaves_no_shared_memory():
+    """The module's jobs leave nothing in /dev/shm, also those that failed on purpose: memory there is never given
+    back until the machine restarts. What another test process (running alongside) still uses is not counted: an
+    entry counts once no process has used it for three looks, a second apart."""
+    import time
+    if not os.path.isdir(SHARED_MEMORY):
+        yield
+        return
+    before = set(os.listdir(SHARED_MEMORY))
+    yield
+    left = {n for n in os.listdir(SHARED_MEMORY) if n.startswith(LEFT_BEHIND)} - before
+    for _ in range(3):
+        left = _orphans(left) & set(os.listdir(SHARED_MEMORY))
+        if not left:
+            break
+        time.sleep(1)
+    assert not left, f"left in {SHARED_MEMORY}: {sorted(left)}"

@@ -131,6 +131,8 @@ class MPICommunicator:
         self.ranks_are = "ranks"
         self.allreduce_seconds = 0.0  # time spent in allreduce_sum_ (waiting for slower ranks included)
         self.allreduce_calls = 0
+        self.comm.Barrier()  # every rank of every machine is past MPI_Init, where the ranks of a machine map ...
+        forget_shared_memory_names()  # ... its shared-memory file: from here on, nobody opens it by name
 
     def allreduce_sum_(self, buffer: np.ndarray) -> np.ndarray:
         """Sum `buffer` (contiguous) over all ranks, in place; every rank gets the same result."""
@@ -223,6 +225,25 @@ class MPICommunicator:
             if isinstance(e, SystemExit) and not e.code:
                 raise
             self.abort(report_rank_error(e, prefix, self.rank, self.size))
+
+
+def forget_shared_memory_names() -> None:
+    """Remove the names of the shared-memory files this process has mapped from MPICH (/dev/shm/mpich_shm_*).
+
+    MPICH keeps the memory its ranks on one machine share as a 2 MB file in /dev/shm, and removes it in
+    MPI_Finalize. A job that ends otherwise (MPI_Abort after an error, a rank killed) never gets there, and the
+    file would hold its memory until the machine restarts. Once every rank has mapped it, its name is no longer
+    needed: removed now, as a temporary file is unlinked once open, the memory stays shared while mapped and goes
+    back to the system when the last rank ends, however it ends. (Linux only: elsewhere there is no /proc/self/maps
+    to read, and nothing is removed.)"""
+    try:
+        with open("/proc/self/maps") as maps:
+            paths = {line.split(maxsplit=5)[-1].strip() for line in maps if "/dev/shm/mpich_shm_" in line}
+    except OSError:
+        return
+    for path in paths:
+        with contextlib.suppress(FileNotFoundError):  # another rank of this machine removed it first
+            os.unlink(path)
 
 
 def communicator():

@@ -567,6 +567,10 @@ class ProcsCommunicator:
             yield
         except PeerLost:
             self.peer_lost = True  # finish() then reports the status of the rank that stopped first
+            if not self.is_root:
+                # Rank 0 has closed its sockets (it is done with the shared folder) or died, maybe killed outright,
+                # with no chance to remove the folder: the other ranks remove it (rank 0 alive does it again).
+                shutil.rmtree(self.workdir, ignore_errors=True)
             self.abort(1)
         except KeyboardInterrupt:
             if self.is_root:

@@ -20,6 +20,8 @@ from mpi_helpers import ranks, requires_mpi, run_job
 from pretrain_helpers import ANIMALS, COLORS, FOODS, PLACES, synthetic_documents, write_corpus
 from tiny_checkpoint import make_tiny_checkpoint
 
+pytestmark = pytest.mark.usefixtures("leaves_no_shared_memory")  # tests/conftest.py
+
 ROOT = Path(__file__).resolve().parents[2]
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", ".", "the", "eats", "lives", "in", "every", "is", "a", "likes",
          "and"] + ANIMALS + COLORS + FOODS + PLACES

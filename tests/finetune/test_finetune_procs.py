@@ -23,6 +23,8 @@ from mpi_helpers import assert_ended_cleanly, ranks, requires_mpi, terminate_whe
 from minibert.cli import main
 from minibert.finetune import synthetic
 
+pytestmark = pytest.mark.usefixtures("leaves_no_shared_memory")  # tests/conftest.py
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

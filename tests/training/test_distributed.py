@@ -24,6 +24,8 @@ from minibert.training.settings import PretrainSettings
 from mpi_helpers import MPIEXEC, TIMEOUT, assert_ended_cleanly, requires_mpi, run_job, terminate_when
 from pretrain_helpers import synthetic_documents, tiny_settings, write_corpus
 
+pytestmark = pytest.mark.usefixtures("leaves_no_shared_memory")  # tests/conftest.py
+
 ROOT = Path(__file__).resolve().parents[2]
 DRIVER = ROOT / "tests" / "helpers" / "mpi_pretrain_driver.py"
 # The two ways to start ranks: minibert's launcher (no MPI needed) and mpiexec.

@@ -20,6 +20,8 @@ import minibert.training.procs as procs
 from minibert.cli import main
 from minibert.training.procs import resolve_procs
 
+pytestmark = pytest.mark.usefixtures("leaves_no_shared_memory")  # tests/conftest.py
+
 ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT = 120  # a job here takes ~2 s; the limit only has to catch a hang
 
@@ -336,6 +338,54 @@ def test_a_hung_rank_0_is_ended_by_the_rank_that_waits_for_it(tmp_path, monkeypa
                                         "nothing for 3 s: it seems to hang (set MINIBERT_RANK_TIMEOUT to wait "
                                         "longer); ending all ranks", "job: interrupted"]
     assert shared is not None and not Path(shared).exists()
+
+
+RANK0_KILLED = """
+import json, os, sys, time
+from pathlib import Path
+from minibert.training.distributed import communicator
+comm = communicator()
+with comm.abort_on_error("job"):
+    Path(sys.argv[1], f"rank{comm.rank}.json").write_text(json.dumps({"pid": os.getpid(), "workdir": comm.workdir}))
+    comm.allreduce_sum_(__import__("numpy").ones(8))  # the shared folder holds a file now
+    if comm.is_root:
+        time.sleep(600)  # killed outright here
+    comm.barrier()  # rank 1 waits for rank 0 here
+sys.exit(comm.finish(0))
+"""
+
+
+def gone(pid):
+    """The process has ended (a zombie whose parent died may wait a while to be reaped: it has ended too)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
+
+
+def test_rank_0_killed_outright_leaves_no_shared_folder(tmp_path):
+    # `minibert pretrain --procs 2` killed with kill -9: rank 0 (the process the user started) cannot clean up,
+    # so rank 1, which sees it gone, ends and removes the shared folder in /dev/shm.
+    script = tmp_path / "killed.py"
+    script.write_text(RANK0_KILLED)
+    job = start_as_rank0(script, tmp_path, new_session=True)
+    try:
+        deadline = time.monotonic() + TIMEOUT
+        while not all((tmp_path / f"rank{r}.json").exists() for r in (0, 1)) and time.monotonic() < deadline:
+            assert job.poll() is None, job.communicate()
+            time.sleep(0.02)
+        time.sleep(0.5)  # both past the sum: rank 0 asleep, rank 1 waiting for it
+        ranks = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in (0, 1)]
+        assert Path(ranks[0]["workdir"]).is_dir()
+        job.kill()  # rank 0 only: rank 1 is left to notice
+        job.communicate()
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(job.pid, signal.SIGKILL)  # rank 1 too, if the test failed before it ended
+    while not gone(ranks[1]["pid"]) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert gone(ranks[1]["pid"])
+    assert not Path(ranks[0]["workdir"]).exists()
 
 
 @pytest.mark.parametrize("value, limit", [("", procs.RANK_TIMEOUT), ("90", 90.0), ("inf", None), ("1e12", None)])

@@ -12,6 +12,8 @@ from minibert.optim import NORM_BLOCK
 from minibert.training.sharded import shard_bounds
 from mpi_helpers import ranks, requires_mpi
 
+pytestmark = pytest.mark.usefixtures("leaves_no_shared_memory")  # tests/conftest.py
+
 ROOT = Path(__file__).resolve().parents[2]
 WORKER = ROOT / "tests" / "helpers" / "sharded_worker.py"
 
