@@ -41,10 +41,12 @@ RUN_KEY = "minibert_course"  # course/build.py's notebook metadata: how the note
 MATHJAX = "assets/mathjax"  # mkdocs.yml's custom_mathjax_url points here
 
 # The guides in the order a learner meets them; a page of docs/ not named here comes after them, by name.
-GUIDE_ORDER = ["ARCHITECTURE", "tokenizer", "pretraining", "finetuning", "checkpoints", "distillation", "descendants",
-               "visualisation", "scaling", "memory", "performance"]
-# Measured figures and experiments: docs/results.md, then any docs/results-AREA.md, then docs/experiments.md.
-RESULT_PAGE = re.compile(r"docs/(results(-[\w-]+)?|experiments)\.md")
+GUIDE_ORDER = ["ARCHITECTURE", "tokenizer", "pretraining", "pretraining-steps", "finetuning", "finetuning-ner-qa",
+               "finetuning-does-pretraining-pay", "checkpoints", "distillation", "descendants", "visualisation",
+               "scaling", "memory", "performance"]
+# Measured figures and experiments: docs/results.md, then any docs/results-AREA.md, then docs/experiments.md and
+# any docs/experiments-AREA.md.
+RESULT_PAGE = re.compile(r"docs/(results|experiments)(-[\w-]+)?\.md")
 # Source files a page may link to, shown as code pages, with the highlighting of their language ("": no suffix).
 CODE_LANGUAGES = {".py": "python", ".sh": "bash", ".toml": "toml", ".yml": "yaml", ".yaml": "yaml", ".json": "json",
                   ".cfg": "ini", ".txt": "text", ".jsonl": "json", ".csv": "text", ".conll": "text", "": "text"}
@@ -325,7 +327,8 @@ class Stage:
         if guides:
             nav.append({"Guides": guides})
         results = sorted((name for name in files if RESULT_PAGE.fullmatch(name)),
-                         key=lambda n: (n != "docs/results.md", n == "docs/experiments.md", n))
+                         key=lambda n: (n.startswith("docs/experiments"), n != "docs/results.md",
+                                        n != "docs/experiments.md", n))
         if results:
             nav.append({"Results": results})
         if "CHANGELOG.md" in files:
