@@ -101,9 +101,9 @@ def executed_notebook(path: Path, source: Path, mode: str):
 
 RUN_NOTES = {
     "full": "> **Outputs of a full run** of this chapter ({executed}, `python course/build.py --execute`).",
-    "quick": "> **Outputs of a quick run** ({executed}): the tests run each chapter in quick mode, with smaller sizes "
-             "and fewer steps, so its figures and timings are only a sketch. `python course/build.py --execute` runs "
-             "it in full, and the site then shows that run.",
+    "quick": "> **Outputs of a quick run** ({executed}): quick mode, what the tests run, goes through the chapter with "
+             "smaller sizes and fewer steps, so its figures and timings are only a sketch. "
+             "`python course/build.py --execute` runs it in full, and the site then shows that run.",
     None: "> **No outputs:** this page shows the chapter's code. `python course/build.py --execute` runs it, and the "
           "site then shows its outputs.",
 }
@@ -111,11 +111,11 @@ RUN_NOTES = {
 
 def chapter_notebook(source: Path, executed_dir: Path, notebooks_dir: Path | None = None) -> tuple[bytes, str | None]:
     """The notebook of one chapter as bytes, and which run's outputs it carries: "full" (a learner's
-    `course/build.py --execute` in `notebooks_dir`), "quick" (the tests', in `executed_dir`) or None (no outputs).
-    A note under the chapter's title says which."""
+    `course/build.py --execute` in `notebooks_dir`), "quick" (the tests', in `executed_dir`, else a learner's
+    `--quick` one) or None (no outputs). A note under the chapter's title says which."""
     import nbformat
     mode, notebook = None, None
-    for mode, folder in (("full", notebooks_dir), ("quick", executed_dir)):
+    for mode, folder in (("full", notebooks_dir), ("quick", executed_dir), ("quick", notebooks_dir)):
         if folder is not None and (notebook := executed_notebook(folder / (source.stem + ".ipynb"), source, mode)):
             break
     if notebook is None:

@@ -125,16 +125,17 @@ def write_notebook(path: Path, mode: str | None, cells=("print(1)",)):
     (("quick", "full"), ("full",), "quick"),        # ... unless the chapter changed since
     (("quick", "full"), ("full", "quick"), None),   # both older than the source
     (("quick", "built"), (), "quick"),              # a notebook built but not executed is no run
+    (("learner-quick",), (), "quick"),              # a learner's --quick run, where the tests left none
 ])
 def test_a_chapter_page_shows_the_newest_run_it_can(tmp_path, present, stale, shown):
     import os
     source = tmp_path / "course" / "04_attention.py"
     source.parent.mkdir(parents=True)
     source.write_text("# %% [markdown]\n# # 4. Attention\n\n# %%\nprint(1)\n", encoding="utf-8")
-    folders = {"quick": tmp_path / "executed", "full": tmp_path / "course" / "notebooks",
-               "built": tmp_path / "course" / "notebooks"}
+    learner = tmp_path / "course" / "notebooks"
+    folders = {"quick": tmp_path / "executed", "full": learner, "built": learner, "learner-quick": learner}
     for kind in present:
-        write_notebook(folders[kind] / "04_attention.ipynb", None if kind == "built" else kind)
+        write_notebook(folders[kind] / "04_attention.ipynb", {"built": None, "learner-quick": "quick"}.get(kind, kind))
         if kind in stale:
             os.utime(folders[kind] / "04_attention.ipynb", (1, 1))
     data, mode = docs.chapter_notebook(source, folders["quick"], folders["full"])
