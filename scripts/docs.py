@@ -52,25 +52,9 @@ CODE_LANGUAGES = {".py": "python", ".sh": "bash", ".toml": "toml", ".yml": "yaml
                   ".cfg": "ini", ".txt": "text", ".jsonl": "json", ".csv": "text", ".conll": "text", "": "text"}
 ASSETS = {".png", ".svg", ".jpg", ".jpeg", ".gif", ".webp", ".html", ".css", ".js"}
 CHAPTER = re.compile(r"^\d\d_\w+$")
-# mkdocs.yml's extra_css: a wider page than the theme's 61rem, and a chapter's code in a smaller font, so that the
-# course's 120-character lines fit beside the navigation at 1280 pixels (mkdocs.yml puts the table of contents in
-# the navigation, toc.integrate, which leaves the page's width to its content).
-STYLESHEET = "assets/minibert.css"
-STYLE = """.md-grid { max-width: 80rem; }
-.jupyter-wrapper .jp-InputArea-editor pre, .jupyter-wrapper .jp-OutputArea-output pre { font-size: 0.55rem; }
-"""
-# The theme's page with a button to download a chapter's notebook (mkdocs-jupyter's include_source copies the
-# .ipynb beside the page and sets page.nb_url; material has no place that shows it). Written into the staging
-# folder's theme/, which the staged config names as the theme's custom_dir.
-THEME_MAIN = """{% extends "base.html" %}
-{% block content %}
-{% if page.nb_url %}
-<a href="{{ page.nb_url }}" download class="md-content__button md-icon jp-DownloadNB"
-   title="Download this chapter as a Jupyter notebook">{% include ".icons/material/download.svg" %}</a>
-{% endif %}
-{{ super() }}
-{% endblock content %}
-"""
+# The theme's additions (its custom_dir): the page with a chapter's download button, the stylesheet mkdocs.yml's
+# extra_css names, MathJax's local config.
+THEME = ROOT / "scripts" / "docs_theme"
 LINK = re.compile(r"(\]\()(<[^>]*>|[^)\s]+)((?:\s+\"[^\"]*\")?\))")  # [text](target "title")
 REFERENCE = re.compile(r"^(\s*\[[^\]]+\]:\s+)(\S+)(.*)$", re.MULTILINE)  # [name]: target
 IMAGE_TAG = re.compile(r"(<img\b[^>]*?\bsrc=\")([^\"]+)(\")")
@@ -139,22 +123,8 @@ def mathjax_files() -> dict[str, bytes]:
         raise StagingError("jupyter-server-mathjax is not installed, which serves the chapters' formulas: "
                            "pip install -e '.[docs]'") from None
     static = Path(jupyter_server_mathjax.__file__).resolve().parent / "static"
-    files = {f"{MATHJAX}/{path.relative_to(static).as_posix()}": path.read_bytes()
-             for path in sorted(static.rglob("*")) if path.is_file()}
-    files[f"{MATHJAX}/{MATHJAX_CONFIG}.js"] = MATHJAX_LOCAL.encode("utf-8")
-    return files
-
-
-# mkdocs.yml's custom_mathjax_url loads this config after MathJax's own: the package carries the STIX-Web fonts
-# only, so MathJax must not look for its TeX fonts (it would ask for files that are not there); and the blank font
-# it measures against is a local() one that never loads, as its url('about:blank') never did, without the failed
-# request Chromium reports as an error.
-MATHJAX_CONFIG = "config/local/minibert"
-MATHJAX_LOCAL = """MathJax.Hub.Config({"HTML-CSS": {
-  availableFonts: [], preferredFont: null, webFont: "STIX-Web", imageFont: null,
-  styles: {"@font-face": {"font-family": "MathJax_Blank", src: "local('MathJax_Blank')"}}}});
-MathJax.Ajax.loadComplete("[MathJax]/config/local/minibert.js");
-"""
+    return {f"{MATHJAX}/{path.relative_to(static).as_posix()}": path.read_bytes()
+            for path in sorted(static.rglob("*")) if path.is_file()}
 
 
 TABLE_CODE_PIPE = re.compile(r"`[^`\n]*\\\|[^`\n]*`")
@@ -193,7 +163,6 @@ class Stage:
 
     def add_pages(self):
         root = self.root
-        self.files[STYLESHEET] = STYLE.encode("utf-8")
         self.files.update(mathjax_files())
         for name in ("README.md", "CHANGELOG.md"):
             if (root / name).exists():
@@ -362,11 +331,9 @@ def stage(root: Path = ROOT, out: Path = ROOT / "build" / "docs", executed_dir: 
     staged.add_pages()
     staged.follow_links()
     sync(staged.files, out / "src")
-    (out / "theme").mkdir(parents=True, exist_ok=True)
-    (out / "theme" / "main.html").write_text(THEME_MAIN, encoding="utf-8")
     config = {
         "INHERIT": str((ROOT / "mkdocs.yml").resolve()),
-        "theme": {"custom_dir": "theme"},  # merged into mkdocs.yml's theme
+        "theme": {"custom_dir": str(THEME)},  # merged into mkdocs.yml's theme
         "docs_dir": "src",
         "site_dir": str((site_dir or out.parent / "site").resolve()),
         "nav": staged.nav(),
@@ -374,7 +341,7 @@ def stage(root: Path = ROOT, out: Path = ROOT / "build" / "docs", executed_dir: 
     if serve:  # re-stage from the repository before each rebuild, when a watched file changed
         config["hooks"] = [str(Path(__file__).resolve())]
         config["watch"] = [str(p) for p in (root / "README.md", root / "CHANGELOG.md", root / "docs",
-                                            root / "course") if p.exists()]
+                                            root / "course", THEME) if p.exists()]
         config["extra"] = {"staged_from": str(root), "executed_dir": str(staged.executed_dir)}
     # JSON is YAML: no YAML writer needed.
     (out / "mkdocs.yml").write_text(json.dumps(config, indent=1) + "\n", encoding="utf-8")

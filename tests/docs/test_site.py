@@ -101,7 +101,8 @@ def test_escaped_pipes_in_table_code_show_as_pipes(site):
 def test_mathjax_is_served_with_the_site(site):
     site_dir, _ = site
     assert (site_dir / "assets" / "mathjax" / "MathJax.js").is_file()
-    assert (site_dir / "assets" / "mathjax" / f"{docs.MATHJAX_CONFIG}.js").is_file()
+    assert (site_dir / "assets" / "mathjax" / "config" / "local" / "minibert.js").is_file()  # scripts/docs_theme/
+    assert (site_dir / "assets" / "minibert.css").is_file()
     chapter = page_of(site_dir, f"course/{docs.chapter_sources(ROOT)[0].stem}.ipynb").read_text(encoding="utf-8")
     scripts = re.findall(r'<script[^>]*\bsrc="([^"]+)"', chapter)
     assert any(src.startswith("../../assets/mathjax/MathJax.js?") for src in scripts), scripts
