@@ -29,7 +29,7 @@ import minibert
 from minibert import BertConfig, BertForMaskedLM, BertModel, BertForPreTraining
 from minibert.data.builtin import load_wiki_summaries
 from minibert.data.masking import Masker
-from _course import QUICK, check, exercise, quick
+from minibert.course import QUICK, check, exercise, quick
 
 print("quick mode" if QUICK else "full mode", "| minibert", minibert.__version__)
 

@@ -24,7 +24,7 @@ import minibert
 from minibert import WordPieceTokenizer, train_wordpiece
 from minibert.data.builtin import load_wiki_summaries
 from minibert.tokenizer import BasicTokenizer
-from _course import QUICK, check, exercise, quick
+from minibert.course import QUICK, check, exercise, quick
 
 print("quick mode" if QUICK else "full mode", "| minibert", minibert.__version__)
 

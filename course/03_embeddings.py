@@ -31,7 +31,7 @@ from minibert import AdamW, BertConfig, BertForMaskedLM, BertModel, WordPieceTok
 from minibert.data.builtin import load_wiki_summaries
 from minibert.data.masking import Masker
 from minibert.layers.embedding import embedding_backward, embedding_forward, scatter_add_rows
-from _course import QUICK, check, exercise, numerical_gradient, quick, torch_or_none
+from minibert.course import QUICK, check, exercise, numerical_gradient, quick, torch_or_none
 
 print("quick mode" if QUICK else "full mode", "| minibert", minibert.__version__)
 

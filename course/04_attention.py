@@ -19,7 +19,7 @@ import math
 import matplotlib.pyplot as plt
 import numpy as np
 
-from _course import QUICK, check, exercise, numerical_gradient, torch_or_none
+from minibert.course import QUICK, check, exercise, numerical_gradient, torch_or_none
 from minibert.layers.attention import self_attention_backward, self_attention_forward, softmax_backward, softmax_forward
 
 print("quick mode" if QUICK else "full mode")

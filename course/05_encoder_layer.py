@@ -19,7 +19,7 @@ import math
 import matplotlib.pyplot as plt
 import numpy as np
 
-from _course import QUICK, check, exercise, numerical_gradient, quick, torch_or_none
+from minibert.course import QUICK, check, exercise, numerical_gradient, quick, torch_or_none
 from minibert import BertConfig
 from minibert.config import PRESETS
 from minibert.layers.activations import (gelu_forward, gelu_tanh_backward, gelu_tanh_forward, relu_backward,

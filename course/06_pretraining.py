@@ -24,8 +24,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import numpy as np
 
-import _course
-from _course import QUICK, check, exercise, numerical_gradient, quick, torch_or_none
+from minibert.course import QUICK, REPOSITORY, check, exercise, numerical_gradient, quick, torch_or_none
 from minibert.data.builtin import load_wiki_summaries, minilm_dir
 from minibert.data.masking import Masker
 from minibert.layers.loss import IGNORE_INDEX, cross_entropy_backward, cross_entropy_forward
@@ -422,7 +421,7 @@ for text in ["paris is the capital of [MASK].", "the river flows into the [MASK]
 # so. docs/pretraining.md lists what such runs reached on a 2-core machine, with their fill-mask answers.
 
 # %%
-repository = Path(_course.__file__).resolve().parent.parent
+repository = REPOSITORY
 finished = []
 for folder in sorted((repository / "runs").glob("*/")):
     if (folder / "summary.json").is_file() and (folder / "metrics.jsonl").is_file():

@@ -18,7 +18,7 @@
 import matplotlib.pyplot as plt
 import numpy as np
 
-from _course import QUICK, check, exercise, numerical_gradient, quick, torch_or_none
+from minibert.course import QUICK, check, exercise, numerical_gradient, quick, torch_or_none
 from minibert import BertConfig, BertForQuestionAnswering, BertForSequenceClassification, BertForTokenClassification
 from minibert.data.builtin import minilm_dir
 

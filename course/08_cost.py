@@ -22,7 +22,7 @@ import warnings
 
 import matplotlib.pyplot as plt
 import numpy as np
-from _course import check, exercise, numerical_gradient, quick, stamp, torch_or_none
+from minibert.course import check, exercise, numerical_gradient, quick, stamp, torch_or_none
 
 from minibert import AdamW, BertConfig, BertForPreTraining
 from minibert.layers.gelu_select import use_numba_gelu

@@ -31,7 +31,7 @@ from pathlib import Path
 
 import matplotlib.pyplot as plt
 import numpy as np
-from _course import check, exercise, numerical_gradient, quick, stamp, torch_or_none
+from minibert.course import check, exercise, numerical_gradient, quick, stamp, torch_or_none
 
 import minibert
 from minibert import (

@@ -2,20 +2,27 @@
 
     python course/build.py                  course/NN_name.py -> course/notebooks/NN_name.ipynb (no outputs)
     python course/build.py --execute        ... and run each in a real Jupyter kernel, saving its outputs
-    python course/build.py --execute --quick 04     only chapter 04, in quick mode (what CI runs)
+    python course/build.py --execute --quick 04     only chapter 04, in quick mode (what the tests run)
     jupyter lab course/notebooks            then open them
+
+The kernel starts in the folder the notebooks are written to, as JupyterLab starts it when a learner opens one:
+the tests run the chapters through this same path. An executed notebook records how it ran (full or quick mode)
+in its metadata, which the documentation site shows on the chapter's page.
 
 The chapters are kept in git as jupytext "percent" scripts (readable diffs, no outputs); the .ipynb files are
 built, never committed.
 """
 
 import argparse
+import datetime
 import os
 import sys
 import time
 from pathlib import Path
 
 COURSE = Path(__file__).resolve().parent
+NOTEBOOKS = COURSE / "notebooks"
+RUN_KEY = "minibert_course"  # notebook metadata: {"mode": "full" | "quick", "executed": "YYYY-MM-DD HH:MM UTC"}
 
 
 def chapters(selected=()):
@@ -40,22 +47,26 @@ def build_notebook(source):
     return notebook
 
 
-def execute(notebook, timeout=600, quick=False):
-    """Run every cell in a real Jupyter kernel started in course/ (so `import _course` works); raises on the
-    first cell that raises (nbclient's CellExecutionError names the cell)."""
+def execute(notebook, folder, timeout=600, quick=False):
+    """Run every cell in a real Jupyter kernel started in `folder` (where the notebook is written, as JupyterLab
+    does); raises on the first cell that raises (nbclient's CellExecutionError names the cell)."""
     from nbclient import NotebookClient
+    quick = quick or os.environ.get("MINIBERT_COURSE_QUICK") == "1"
     # The kernel inherits this process's environment: quick mode goes through it, and a non-interactive
     # MPLBACKEND (Agg, as the tests set) must not, or the notebook would keep no figures.
-    env = {"MINIBERT_COURSE_QUICK": "1" if quick else os.environ.get("MINIBERT_COURSE_QUICK"), "MPLBACKEND": None}
+    env = {"MINIBERT_COURSE_QUICK": "1" if quick else None, "MPLBACKEND": None}
     saved = {name: os.environ.get(name) for name in env}
     for name, value in env.items():
         set_env(name, value)
     try:
+        folder.mkdir(parents=True, exist_ok=True)
         NotebookClient(notebook, timeout=timeout, kernel_name="python3",
-                       resources={"metadata": {"path": str(COURSE)}}).execute()
+                       resources={"metadata": {"path": str(folder)}}).execute()
     finally:
         for name, value in saved.items():
             set_env(name, value)
+    notebook.metadata[RUN_KEY] = {"mode": "quick" if quick else "full",
+                                  "executed": f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC"}
     return notebook
 
 
@@ -82,14 +93,14 @@ def main(argv=None):
     parser.add_argument("--execute", action="store_true", help="run each notebook in a Jupyter kernel")
     parser.add_argument("--quick", action="store_true",
                         help="with --execute: quick mode (MINIBERT_COURSE_QUICK=1: fewer steps, smaller slices)")
-    parser.add_argument("--out", type=Path, default=COURSE / "notebooks",
+    parser.add_argument("--out", type=Path, default=NOTEBOOKS,
                         help="folder for the .ipynb files (default: course/notebooks)")
     args = parser.parse_args(argv)
     for source in chapters(args.chapters):
         start = time.perf_counter()
         notebook = build_notebook(source)
         if args.execute:
-            execute(notebook, quick=args.quick)
+            execute(notebook, args.out, quick=args.quick)
         target = args.out / (source.stem + ".ipynb")
         write_atomically(notebook, target)
         ran = f", ran in {time.perf_counter() - start:.0f} s" if args.execute else ""

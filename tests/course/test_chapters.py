@@ -1,5 +1,7 @@
 """Every chapter of the course runs as a notebook in a real Jupyter kernel, in quick mode, and its checks hold.
 
+Each runs the way a learner opens it: built by course/build.py, its kernel started in the folder the notebook is
+written to (build/course/ here, course/notebooks/ for the learner), where no file of the course lies beside it.
 The executed notebooks are kept in build/course/ for the documentation site (tests/docs/), which runs after these
 in the same pytest-xdist group."""
 
@@ -27,12 +29,25 @@ def test_the_course_has_its_chapters():
 def test_chapter_runs_in_a_jupyter_kernel(source):
     pytest.importorskip("nbclient")
     pytest.importorskip("jupytext")
-    notebook = build.build_notebook(source)
-    assert not any(cell.get("outputs") for cell in notebook.cells), "a chapter source carries no outputs"
-    build.execute(notebook, quick=True)
-    build.write_atomically(notebook, EXECUTED / (source.stem + ".ipynb"))
+    import nbformat
+    assert not any(cell.get("outputs") for cell in build.build_notebook(source).cells), \
+        "a chapter source carries no outputs"
+    build.main([source.stem, "--execute", "--quick", "--out", str(EXECUTED)])
+    notebook = nbformat.read(EXECUTED / (source.stem + ".ipynb"), as_version=4)
+    assert notebook.metadata[build.RUN_KEY]["mode"] == "quick"
     errors = [out for cell in notebook.cells for out in cell.get("outputs", []) if out.get("output_type") == "error"]
     assert not errors
+    assert any(cell.get("outputs") for cell in notebook.cells), "the executed notebook keeps its outputs"
+
+
+def test_the_kernel_starts_in_the_notebooks_folder(tmp_path, monkeypatch):
+    pytest.importorskip("nbclient")
+    monkeypatch.delenv("MINIBERT_COURSE_QUICK", raising=False)
+    import nbformat
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("import os\nprint(os.getcwd())")])
+    build.execute(notebook, tmp_path / "notebooks")
+    assert notebook.cells[0].outputs[0]["text"].strip() == str(tmp_path / "notebooks")
+    assert notebook.metadata[build.RUN_KEY]["mode"] == "full"
 
 
 @pytest.mark.parametrize("source", CHAPTERS, ids=[p.stem for p in CHAPTERS])

@@ -22,7 +22,7 @@ def test_the_first_screen_says_what_bert_is_and_gives_the_two_commands_first():
 
 def test_the_first_screen_shows_the_course_and_the_attention_backward():
     assert "## Learn" in FIRST_SCREEN
-    assert "pip install -e '.[course]' && python course/build.py && jupyter lab course/notebooks" in FIRST_SCREEN
+    assert "bash scripts/install.sh course && python course/build.py && jupyter lab course/notebooks" in FIRST_SCREEN
     assert "(course/README.md)" in FIRST_SCREEN
     assert "self_attention_backward" in FIRST_SCREEN and "(minibert/layers/attention.py)" in FIRST_SCREEN
     assert "def self_attention_backward(" in (ROOT / "minibert" / "layers" / "attention.py").read_text()

@@ -2,8 +2,8 @@
 and a real browser shows its home page and a course chapter.
 
 In pytest-xdist group "course", after tests/course/test_chapters.py on the same worker, so the chapters' pages show
-the outputs those tests just wrote to build/course/. Without them the pages show the code alone: whether the build
-passes does not depend on the order.
+the outputs those tests just wrote to build/course/ (or a learner's full run in course/notebooks/). Without them the
+pages show the code alone: whether the build passes does not depend on the order.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import functools
 import http.server
 import json
 import logging
+import re
 import sys
 import threading
 from pathlib import Path
@@ -69,12 +70,79 @@ def test_the_readme_links_to_source_files_that_the_site_shows(site):
     assert "self_attention_backward" in code
 
 
-def test_executed_chapters_show_their_outputs(site):
+NOTES = {"full": "Outputs of a full run", "quick": "Outputs of a quick run", None: "No outputs:"}
+
+
+def test_executed_chapters_show_their_outputs_and_say_which_run(site):
     site_dir, _ = site
     for source in docs.chapter_sources(ROOT):
-        _, executed = docs.chapter_notebook(source, docs.EXECUTED)
+        _, mode = docs.chapter_notebook(source, docs.EXECUTED, ROOT / "course" / "notebooks")
         html = page_of(site_dir, f"course/{source.stem}.ipynb").read_text(encoding="utf-8")
-        assert ('class="jp-OutputArea-child' in html) == executed, source.name  # an output cell
+        assert ('class="jp-OutputArea-child' in html) == (mode is not None), source.name  # an output cell
+        assert [note for note in NOTES.values() if note in html] == [NOTES[mode]], source.name
+
+
+def test_each_chapter_page_offers_its_notebook_to_download(site):
+    site_dir, _ = site
+    for source in docs.chapter_sources(ROOT):
+        page = page_of(site_dir, f"course/{source.stem}.ipynb")
+        assert re.search(rf'<a href="{source.stem}\.ipynb" download class="[^"]*jp-DownloadNB',
+                         page.read_text(encoding="utf-8")), source.name
+        assert json.loads((page.parent / f"{source.stem}.ipynb").read_text(encoding="utf-8"))["cells"]
+
+
+def test_escaped_pipes_in_table_code_show_as_pipes(site):
+    site_dir, _ = site
+    assert "wiki\\|ptb" in (ROOT / "README.md").read_text(encoding="utf-8")  # as GitHub needs it
+    home = (site_dir / "index.html").read_text(encoding="utf-8")
+    assert "wiki|ptb|FILES" in home and "\\|" not in home
+
+
+def test_mathjax_is_served_with_the_site(site):
+    site_dir, _ = site
+    assert (site_dir / "assets" / "mathjax" / "MathJax.js").is_file()
+    assert (site_dir / "assets" / "mathjax" / "config" / "local" / "minibert.js").is_file()  # scripts/docs_theme/
+    assert (site_dir / "assets" / "minibert.css").is_file()
+    chapter = page_of(site_dir, f"course/{docs.chapter_sources(ROOT)[0].stem}.ipynb").read_text(encoding="utf-8")
+    scripts = re.findall(r'<script[^>]*\bsrc="([^"]+)"', chapter)
+    assert any(src.startswith("../../assets/mathjax/MathJax.js?") for src in scripts), scripts
+    assert not [src for src in scripts if "://" in src], "a script from elsewhere than the site"
+
+
+# ------------------------------------------------------------------- which run a chapter's page shows
+def write_notebook(path: Path, mode: str | None, cells=("print(1)",)):
+    import nbformat
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+    if mode:
+        notebook.metadata[docs.RUN_KEY] = {"mode": mode, "executed": "2026-11-29 07:00 UTC"}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(notebook, str(path))
+
+
+@pytest.mark.parametrize("present, stale, shown", [
+    ((), (), None),                                 # nothing executed: the code alone
+    (("quick",), (), "quick"),                      # the tests' run
+    (("quick", "full"), (), "full"),                # a learner's full run wins over the tests'
+    (("quick", "full"), ("full",), "quick"),        # ... unless the chapter changed since
+    (("quick", "full"), ("full", "quick"), None),   # both older than the source
+    (("quick", "built"), (), "quick"),              # a notebook built but not executed is no run
+    (("learner-quick",), (), "quick"),              # a learner's --quick run, where the tests left none
+])
+def test_a_chapter_page_shows_the_newest_run_it_can(tmp_path, present, stale, shown):
+    import os
+    source = tmp_path / "course" / "04_attention.py"
+    source.parent.mkdir(parents=True)
+    source.write_text("# %% [markdown]\n# # 4. Attention\n\n# %%\nprint(1)\n", encoding="utf-8")
+    learner = tmp_path / "course" / "notebooks"
+    folders = {"quick": tmp_path / "executed", "full": learner, "built": learner, "learner-quick": learner}
+    for kind in present:
+        write_notebook(folders[kind] / "04_attention.ipynb", {"built": None, "learner-quick": "quick"}.get(kind, kind))
+        if kind in stale:
+            os.utime(folders[kind] / "04_attention.ipynb", (1, 1))
+    data, mode = docs.chapter_notebook(source, folders["quick"], folders["full"])
+    assert mode == shown
+    notebook = json.loads(data)
+    assert "".join(notebook["cells"][1]["source"]).startswith("> **" + NOTES[shown].rstrip(":"))
 
 
 # ------------------------------------------------------------------------- a small site that must not build
@@ -197,9 +265,29 @@ def test_home_page_and_a_chapter_in_headless_chromium(served, browser, tmp_path)
                          if line.startswith("# # "))
     assert headings and headings[0].rstrip("¶").strip() == first_heading, (headings, first_heading)
     assert browser.run_js("return document.querySelectorAll('.jp-Cell').length") > 1
-    # MathJax comes from its CDN (mkdocs.yml): without a network only that load may fail; the page still shows
-    errors = [e for e in browser.console_errors() if not e.get("message", "").startswith(MATHJAX)]
-    assert not errors, errors
+    assert not browser.console_errors()
 
 
-MATHJAX = "https://cdn.jsdelivr.net/npm/mathjax@"
+# TeX left as typed: $$...$$, \(...\), \[...\] or $...$ on one line.
+RAW_TEX = r"/\$\$|\\\(|\\\[|\$[^$\n]+\$/.test(document.querySelector('article').innerText)"
+FORMULAS = "return document.querySelectorAll('article .MathJax, article .MathJax_Display').length"
+CODE_OVERFLOW = ("return [...document.querySelectorAll('article .jp-InputArea-editor pre')]"
+                 ".filter(pre => pre.scrollWidth > pre.clientWidth).map(pre => pre.textContent.slice(0, 60))")
+
+
+def test_the_attention_chapter_typesets_its_formulas_offline_and_its_code_fits(served, browser):
+    """Chapter 4 has the course's most maths: MathJax, served with the site (the browser reaches nothing else),
+    typesets every formula, and at 1280 pixels no line of its code needs a scroll bar."""
+    source = next((p for p in docs.chapter_sources(ROOT) if p.stem.startswith("04_")), None)
+    if source is None:
+        pytest.skip("no chapter 04")
+    assert re.search(r"\$[^$\n]+\$", source.read_text(encoding="utf-8")), "chapter 04 has formulas"
+    assert max(len(line) for line in source.read_text(encoding="utf-8").splitlines()) > 100
+    browser.set_window_size(1280, 900)
+    browser.get(served + f"course/{source.stem}/")
+    browser.wait_for("return document.readyState === 'complete'")
+    browser.wait_for(FORMULAS, timeout=30)
+    browser.wait_for(f"return !{RAW_TEX}", timeout=30)
+    assert browser.run_js(FORMULAS) > 10
+    assert browser.run_js(CODE_OVERFLOW) == []
+    assert not browser.console_errors()  # nothing failed to load

@@ -22,7 +22,7 @@ def run_json(capsys, argv):
 @pytest.fixture(scope="module")
 def tagged(tmp_path_factory):
     """A tiny random BERT fine-tuned on the generated NER set. Eval has new sentences from the training names:
-    a randomly initialised model has no way to know a name it never saw (MiniLM does; docs/finetuning.md)."""
+    a randomly initialised model has no way to know a name it never saw (MiniLM does; docs/finetuning-ner-qa.md)."""
     root = tmp_path_factory.mktemp("ner")
     model = make_tiny_model_dir(root / "model")
     synthetic.write_conll(root / "train.conll", *synthetic.ner_sentences(240, seed=0, part="train"))

@@ -63,6 +63,9 @@ class Browser:
     def get(self, url):
         self.command("POST", "/url", {"url": url})
 
+    def set_window_size(self, width, height):
+        self.command("POST", "/window/rect", {"width": width, "height": height})
+
     def run_js(self, script, *args):
         return self.command("POST", "/execute/sync", {"script": script, "args": list(args)})
 

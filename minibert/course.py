@@ -1,14 +1,22 @@
-"""Small helpers every chapter of the course imports: the quick switch, the checks and their printed table.
+"""Small helpers every chapter of the course (course/NN_name.py) imports: the quick switch, the checks and their
+printed table, the exercises.
 
-A chapter runs as a notebook (built by `python course/build.py`) or as a plain script (`python course/04_attention.py`);
-in both, this file sits beside it and is found on the import path.
+They live in the package, not beside the chapters, so that `from minibert.course import check` works wherever a
+chapter runs: as a notebook in course/notebooks/ (built by `python course/build.py`, opened in JupyterLab), or as a
+plain script in course/. The solutions of the exercises are read from the repository's course/solutions/, which
+an editable install (`pip install -e`, what scripts/install.sh does) keeps beside the package.
 """
 
 import datetime
 import os
 import platform
+from pathlib import Path
 
 import numpy as np
+
+# The repository this package was installed from (editable) or imported from: where course/ lives.
+REPOSITORY = Path(__file__).resolve().parents[1]
+SOLUTIONS = REPOSITORY / "course" / "solutions"
 
 # Quick mode (MINIBERT_COURSE_QUICK=1, what CI runs): fewer steps and smaller slices through the same code.
 QUICK = os.environ.get("MINIBERT_COURSE_QUICK", "") == "1"
@@ -60,8 +68,10 @@ def torch_or_none():
 def solution(chapter, name):
     """The solution of one exercise: the function `name` of course/solutions/<chapter>.py."""
     import importlib.util
-    from pathlib import Path
-    path = Path(__file__).resolve().parent / "solutions" / f"{chapter}.py"
+    path = SOLUTIONS / f"{chapter}.py"
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no solutions file; the course's exercises need minibert installed from its "
+                                "repository with `pip install -e .` (bash scripts/install.sh course)")
     spec = importlib.util.spec_from_file_location(f"solutions_{chapter}", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
