@@ -28,9 +28,10 @@ def add_arguments(parser: argparse.ArgumentParser, defaults: PretrainSettings | 
                      "(see docs/pretraining.md).")
     data = parser.add_argument_group("data")
     data.add_argument("--corpus", nargs="+", metavar="CORPUS", default=None,
-                      help=f"'wiki' (Wikipedia summaries), 'ptb' (Penn Treebank), or text/.jsonl/.gz files and "
-                           f"folders (one sentence per line, blank line between documents); several are read as "
-                           f"one corpus, e.g. 'wiki ptb' [{' '.join(D.corpus)}]")
+                      help=f"'wiki' (Wikipedia summaries), 'ptb' (Penn Treebank), 'wikitext2' (WikiText-2's train "
+                           f"articles), 'imdb' (the IMDB split's train reviews; docs/continued_pretraining.md), or "
+                           f"text/.jsonl/.gz files and folders (one sentence per line, blank line between "
+                           f"documents); several are read as one corpus, e.g. 'wiki imdb' [{' '.join(D.corpus)}]")
     data.add_argument("--text-field", metavar="FIELD", default=None,
                       help=f"JSONL field holding the text [{D.text_field}]")
     data.add_argument("--tokenizer", metavar="DIR", default=None,

