@@ -46,10 +46,20 @@ class Corpus:
     # own rule: ptb's valid split, a fixed-seed draw from wiki); None: the whole corpus, unless eval_documents.
     drawn_parts: list[tuple[int, int]] | None = None
     settings: dict = field(default_factory=dict)           # reading options that change the documents
+    # Counts known without the text (a corpus described by its index, data/corpus_index.py): used when
+    # `documents` is None.
+    document_count: int | None = None
+    word_count: int | None = None
     _fingerprint: str | None = field(default=None, init=False, repr=False, compare=False)  # hashed once
 
     @property
+    def num_documents(self) -> int:
+        return len(self.documents) if self.documents is not None else self.document_count
+
+    @property
     def num_words(self) -> int:
+        if self.documents is None and self.word_count is not None:
+            return self.word_count
         if self.documents is None:
             raise RuntimeError(f"corpus {self.name}: its text was dropped after tokenization (prepare_data); count "
                                f"its words before")
@@ -242,7 +252,7 @@ def drawn_parts(corpus: Corpus) -> list[tuple[int, int]]:
     whole corpus when it has no predefined held-out documents."""
     if corpus.drawn_parts is not None:
         return corpus.drawn_parts
-    return [] if corpus.eval_documents else [(0, len(corpus.documents))]
+    return [] if corpus.eval_documents else [(0, corpus.num_documents)]
 
 
 def split_documents(corpus: Corpus, eval_fraction: float = 0.02, max_eval_documents: int = 500
@@ -253,7 +263,7 @@ def split_documents(corpus: Corpus, eval_fraction: float = 0.02, max_eval_docume
     of the documents (at least 1, at most `max_eval_documents`), so every run evaluates on the same text. A mix
     of corpora does this for each part (`drawn_parts`).
     """
-    n = len(corpus.documents)
+    n = corpus.num_documents
     held = set(corpus.eval_documents)
     for start, stop in drawn_parts(corpus):
         size = stop - start

@@ -3,7 +3,7 @@ read) and `imdb` (the train part of the IMDB split only: no eval or test review 
 
 import numpy as np
 import pytest
-from wheel_fixtures import wikitext_lines, write_imdb_wheel, write_wikitext_wheel
+from wheel_fixtures import imdb_rows, wikitext_lines, write_imdb_wheel, write_wikitext_wheel
 
 from minibert.data import imdb
 from minibert.data.corpus import load_corpus, split_documents
@@ -78,3 +78,26 @@ def test_mixing_a_wheel_corpus_with_a_file_keeps_each_held_out_rule(wheels, tmp_
     _, held = split_documents(corpus, eval_fraction=0.1)
     assert [6, 7] == held[:2]  # wikitext2's valid articles, then draws from imdb and from the file
     assert len(held) == 2 + 3 + 5
+
+
+def test_a_cached_corpus_is_not_read_again(wheels, monkeypatch):
+    """Once its tokenizer and token ids are cached, a run finds them from the corpus's description alone: the
+    same documents, split and token ids, with no review read; a changed file is read again."""
+    import minibert.data.corpus as corpus_module
+    from minibert.data.prepare import prepare_data
+
+    def prepared():
+        data = prepare_data("imdb", vocab_size=200, progress=False, log=lambda *a: None)
+        return data, [[np.asarray(s).tolist() for s in doc] for doc in data.train_documents], \
+            [[np.asarray(s).tolist() for s in doc] for doc in data.eval_documents]
+
+    first, train, held = prepared()
+    monkeypatch.setattr(corpus_module, "_load_imdb", lambda: pytest.fail("the reviews were read again"))
+    second, train_again, held_again = prepared()
+    assert (train_again, held_again) == (train, held)
+    assert second.corpus.fingerprint() == first.corpus.fingerprint()
+    assert second.tokenizer.vocab == first.tokenizer.vocab
+
+    write_imdb_wheel(wheels, imdb_rows(seed=1))  # other reviews: the description no longer fits
+    with pytest.raises(BaseException, match="the reviews were read again"):
+        prepared()
