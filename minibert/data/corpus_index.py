@@ -25,16 +25,9 @@ INDEX_VERSION = 1
 _READERS = ("corpus.py", "imdb.py", "wikitext.py", "sentences.py", "builtin.py")  # (in minibert/data/)
 
 
-def builtin_files(name: str) -> list[Path]:
-    """The files a built-in corpus is read from (found, not read)."""
-    from minibert.data import builtin, imdb, wikitext
-    return [{"wiki": builtin.wiki_summaries_path, "ptb": builtin.ptb_path, "wikitext2": wikitext.wikitext_path,
-             "imdb": imdb.imdb_path}[name]()]
-
-
 def sources_key(sources, text_field: str) -> str:
     """A key for the corpus `sources` names, from the files' paths, sizes and times (no file is read)."""
-    from minibert.data.corpus import corpus_files
+    from minibert.data.corpus import builtin_files, corpus_files
     builtins, files = corpus_files(sources)
     paths = [p for name in builtins for p in builtin_files(name)] + list(files)
     h = hashlib.sha256()

