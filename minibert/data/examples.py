@@ -19,6 +19,7 @@ checkpoint sees exactly the examples it would have seen.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -53,7 +54,14 @@ def truncate_pair(a: list, b: list, max_tokens: int, rng: np.random.Generator) -
 
 def nsp_examples(documents: list[list[np.ndarray]], max_seq_len: int, rng: np.random.Generator, cls_id: int,
                  sep_id: int, short_seq_prob: float = 0.1, sentence_order: bool = False) -> list[Example]:
-    """BERT's sentence-pair examples from every document, in document order (shuffle them afterwards).
+    """BERT's sentence-pair examples from every document, in document order (shuffle them afterwards); see
+    iter_nsp_examples."""
+    return list(iter_nsp_examples(documents, max_seq_len, rng, cls_id, sep_id, short_seq_prob, sentence_order))
+
+
+def iter_nsp_examples(documents: list[list[np.ndarray]], max_seq_len: int, rng: np.random.Generator, cls_id: int,
+                      sep_id: int, short_seq_prob: float = 0.1, sentence_order: bool = False) -> Iterator[Example]:
+    """BERT's sentence-pair examples from every document, in document order, one at a time.
 
     sentence_order=True makes ALBERT's SOP pairs instead: B is always the real continuation, and after
     truncation a coin swaps A and B (label 1 when swapped).
@@ -67,7 +75,6 @@ def nsp_examples(documents: list[list[np.ndarray]], max_seq_len: int, rng: np.ra
         raise ValueError(f"sequence length {max_seq_len} is too short for sentence pairs (need at least 5)")
     max_tokens = max_seq_len - 3  # [CLS] A [SEP] B [SEP]
     nonempty = [d for d, doc in enumerate(documents) if doc]
-    examples = []
     for d, document in enumerate(documents):
         target = _target_length(max_tokens, short_seq_prob, rng)
         chunk, length, i = [], 0, 0
@@ -97,11 +104,10 @@ def nsp_examples(documents: list[list[np.ndarray]], max_seq_len: int, rng: np.ra
                     a, b, label = b, a, 1
                 if a and b:
                     tokens = np.array([cls_id, *a, sep_id, *b, sep_id], dtype=np.int64)
-                    examples.append(Example(tokens, len(a) + 2, label, d, other))
+                    yield Example(tokens, len(a) + 2, label, d, other)
                 chunk, length = [], 0
                 target = _target_length(max_tokens, short_seq_prob, rng)
             i += 1
-    return examples
 
 
 def _target_length(max_tokens: int, short_seq_prob: float, rng: np.random.Generator) -> int:
@@ -125,7 +131,14 @@ def _random_segment(document: list[np.ndarray], target_length: int, rng: np.rand
 
 def full_sentence_examples(documents: list[list[np.ndarray]], max_seq_len: int, rng: np.random.Generator,
                            cls_id: int, sep_id: int, fill: bool = False) -> list[Example]:
-    """RoBERTa's FULL-SENTENCES packing over the documents in a random order (a long sentence is cut).
+    """RoBERTa's FULL-SENTENCES packing over the documents in a random order; see iter_full_sentence_examples."""
+    return list(iter_full_sentence_examples(documents, max_seq_len, rng, cls_id, sep_id, fill))
+
+
+def iter_full_sentence_examples(documents: list[list[np.ndarray]], max_seq_len: int, rng: np.random.Generator,
+                                cls_id: int, sep_id: int, fill: bool = False) -> Iterator[Example]:
+    """RoBERTa's FULL-SENTENCES packing over the documents in a random order (a long sentence is cut), one
+    sequence at a time.
 
     fill=True fills every sequence to the length limit instead: a sentence that does not fit is cut there and
     goes on at the start of the next sequence. Whole sentences leave ~1/4 of a 64-token sequence as padding on
@@ -133,16 +146,16 @@ def full_sentence_examples(documents: list[list[np.ndarray]], max_seq_len: int, 
     if max_seq_len < 3:
         raise ValueError(f"sequence length {max_seq_len} is too short (need at least 3)")
     max_tokens = max_seq_len - 2  # [CLS] ... [SEP]
-    examples, current, first_doc = [], [], -1
+    current, first_doc = [], -1
 
-    def flush():
-        nonlocal current
+    def flushed():
+        """The example `current` makes (None if it is empty)."""
         if current and current[-1] == sep_id:
             current.pop()  # a document boundary at the very end: the closing [SEP] marks it already
         if current:
             tokens = np.array([cls_id, *current, sep_id], dtype=np.int64)
-            examples.append(Example(tokens, len(tokens), -1, first_doc, -1))
-        current = []
+            return Example(tokens, len(tokens), -1, first_doc, -1)
+        return None
 
     for d in rng.permutation(len(documents)).tolist():
         for sentence in documents[d]:
@@ -150,13 +163,15 @@ def full_sentence_examples(documents: list[list[np.ndarray]], max_seq_len: int, 
             while pieces:
                 if len(current) + len(pieces) > max_tokens:
                     if current and not fill:
-                        flush()
+                        example, current = flushed(), []
                     else:  # cut the sentence: fill this sequence, the rest starts the next one
                         if not current:
                             first_doc = d
                         room = max_tokens - len(current)
                         current, pieces = current + pieces[:room], pieces[room:]
-                        flush()
+                        example, current = flushed(), []
+                    if example is not None:
+                        yield example
                     continue
                 if not current:
                     first_doc = d
@@ -164,22 +179,37 @@ def full_sentence_examples(documents: list[list[np.ndarray]], max_seq_len: int, 
                 pieces = []
         if current and len(current) < max_tokens:
             current.append(sep_id)  # the extra separator between documents
-    flush()
-    return examples
+    example = flushed()
+    if example is not None:
+        yield example
 
 
 def make_examples(documents, objective: str, max_seq_len: int, rng: np.random.Generator, cls_id: int,
                   sep_id: int, short_seq_prob: float = 0.1, fill: bool = False) -> list[Example]:
     """All examples of one pass over `documents`, in a random order. fill: mlm only, see full_sentence_examples."""
-    if objective in PAIR_OBJECTIVES:
-        examples = nsp_examples(documents, max_seq_len, rng, cls_id, sep_id, short_seq_prob,
-                                sentence_order=objective == "mlm+sop")
-    elif objective in ("mlm", "electra"):
-        examples = full_sentence_examples(documents, max_seq_len, rng, cls_id, sep_id, fill)
-    else:
-        raise ValueError(f"unknown objective {objective!r}; expected one of {', '.join(OBJECTIVES)}")
+    examples = list(iter_examples(documents, objective, max_seq_len, rng, cls_id, sep_id, short_seq_prob, fill))
     order = rng.permutation(len(examples))
     return [examples[i] for i in order]
+
+
+def make_packed_examples(documents, objective: str, max_seq_len: int, rng: np.random.Generator, cls_id: int,
+                         sep_id: int, short_seq_prob: float = 0.1, fill: bool = False) -> PackedExamples:
+    """make_examples' examples, in its order, packed as they are made: no Python object per example is kept,
+    so an epoch of a large corpus costs its packed arrays, not ten times that (IMDB's 7.5M tokens: ~20 MB)."""
+    packed = PackedExamples.from_iter(iter_examples(documents, objective, max_seq_len, rng, cls_id, sep_id,
+                                                    short_seq_prob, fill))
+    return packed.reordered(rng.permutation(len(packed)))
+
+
+def iter_examples(documents, objective: str, max_seq_len: int, rng: np.random.Generator, cls_id: int, sep_id: int,
+                  short_seq_prob: float = 0.1, fill: bool = False) -> Iterator[Example]:
+    """The examples of one pass over `documents`, in the order they are made (make_examples then shuffles)."""
+    if objective in PAIR_OBJECTIVES:
+        return iter_nsp_examples(documents, max_seq_len, rng, cls_id, sep_id, short_seq_prob,
+                                 sentence_order=objective == "mlm+sop")
+    if objective in ("mlm", "electra"):
+        return iter_full_sentence_examples(documents, max_seq_len, rng, cls_id, sep_id, fill)
+    raise ValueError(f"unknown objective {objective!r}; expected one of {', '.join(OBJECTIVES)}")
 
 
 def collate(examples: list[Example], pad_id: int, seq_len: int | None = None) -> dict[str, np.ndarray]:
@@ -204,15 +234,49 @@ class PackedExamples:
     of wiki (23,600 sequences) takes 3 MB instead of 17 MB for the whole run. Indexing returns an equal
     Example (tokens as int64, as make_examples gives them)."""
 
+    CHUNK = 4096  # examples packed at a time by from_iter
+
     def __init__(self, examples: list[Example]):
         lengths = [len(e.tokens) for e in examples]
         self.starts = np.zeros(len(examples) + 1, dtype=np.int64)
         np.cumsum(lengths, out=self.starts[1:])
         tokens = np.concatenate([e.tokens for e in examples]) if examples else np.zeros(0, dtype=np.int64)
-        small = len(tokens) == 0 or (tokens.min() >= 0 and tokens.max() <= np.iinfo(np.uint16).max)
-        self.tokens = tokens.astype(np.uint16 if small else np.int64)
+        self.tokens = _narrow(tokens)
         self.fields = np.array([(e.num_a, e.is_random_next, e.doc, e.other_doc) for e in examples],
                                dtype=np.int64).reshape(len(examples), 4)
+
+    @classmethod
+    def from_iter(cls, examples: Iterable[Example]) -> PackedExamples:
+        """The same arrays as PackedExamples(list(examples)), made CHUNK examples at a time."""
+        parts = []
+        chunk = []
+        for example in examples:
+            chunk.append(example)
+            if len(chunk) == cls.CHUNK:
+                parts.append(cls(chunk))
+                chunk = []
+        parts.append(cls(chunk))
+        packed = parts[0]
+        if len(parts) > 1:
+            lengths = np.concatenate([np.diff(p.starts) for p in parts])
+            packed.starts = np.zeros(len(lengths) + 1, dtype=np.int64)
+            np.cumsum(lengths, out=packed.starts[1:])
+            packed.tokens = _narrow(np.concatenate([p.tokens for p in parts]))  # (int64 if any part needs it)
+            packed.fields = np.concatenate([p.fields for p in parts])
+        return packed
+
+    def reordered(self, order: np.ndarray) -> PackedExamples:
+        """These examples in the order `order` (a permutation of their indices), copied once."""
+        lengths = np.diff(self.starts)[order]
+        starts = np.zeros(len(order) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=starts[1:])
+        tokens = np.empty_like(self.tokens)
+        old_starts, new_starts = self.starts[order].tolist(), starts[:-1].tolist()
+        for a, b, n in zip(old_starts, new_starts, lengths.tolist()):
+            tokens[b:b + n] = self.tokens[a:a + n]
+        packed = PackedExamples([])
+        packed.starts, packed.tokens, packed.fields = starts, tokens, self.fields[order]
+        return packed
 
     def __len__(self) -> int:
         return len(self.fields)
@@ -224,6 +288,12 @@ class PackedExamples:
         num_a, is_random_next, doc, other_doc = self.fields[i].tolist()
         tokens = self.tokens[self.starts[i]:self.starts[i + 1]].astype(np.int64)
         return Example(tokens, num_a, is_random_next, doc, other_doc)
+
+
+def _narrow(tokens: np.ndarray) -> np.ndarray:
+    """Token ids as uint16 when they all fit, else int64."""
+    small = len(tokens) == 0 or (tokens.min() >= 0 and tokens.max() <= np.iinfo(np.uint16).max)
+    return tokens.astype(np.uint16 if small else np.int64)
 
 
 class ExampleStream:
@@ -247,9 +317,9 @@ class ExampleStream:
     def _build(self, epoch: int) -> PackedExamples:
         rng = np.random.default_rng([self.seed, EXAMPLES_STREAM, epoch])
         self._examples = None  # the previous epoch's examples go before the next epoch's are made
-        packed = PackedExamples(make_examples(self.documents, self.objective, self.max_seq_len, rng, self.cls_id,
-                                              self.sep_id, self.short_seq_prob, self.fill))
-        release_freed_memory()  # making the Example objects took ~25 MB more than the packed arrays keep
+        packed = make_packed_examples(self.documents, self.objective, self.max_seq_len, rng, self.cls_id,
+                                      self.sep_id, self.short_seq_prob, self.fill)
+        release_freed_memory()  # (what making the examples took beyond the packed arrays)
         if self.group_batch_size:  # its own stream: the examples themselves stay those of an ungrouped run
             self._order = length_grouped_order(np.diff(packed.starts), self.group_batch_size,
                                                np.random.default_rng([self.seed, EXAMPLES_STREAM, epoch, 1]))

@@ -16,8 +16,10 @@ from pathlib import Path
 import numpy as np
 
 from minibert._malloc import release_freed_memory
-from minibert.data.cache import DocumentViews, TokenizedCorpus, atomic_folder, cache_root, tokenize_corpus
+from minibert.data.cache import (DocumentViews, TokenizedCorpus, atomic_folder, cache_root, cached_tokens,
+                                 tokenize_corpus)
 from minibert.data.corpus import Corpus, load_corpus, split_documents
+from minibert.data.corpus_index import load_index, save_index, sources_key
 
 MIN_TRAIN_TOKENS = 64
 # Frequency merges: with only 8192 tokens, the WordPiece ratio score spends the vocabulary on rare names and
@@ -90,13 +92,19 @@ def check_tokenizer(tokenizer, where: str) -> None:
 def prepare_data(sources, text_field="text", tokenizer_dir=None, vocab_size=8192, eval_fraction=0.02,
                  cache=True, progress=True, log=print) -> PreparedData:
     start = time.perf_counter()
-    corpus = load_corpus(sources, text_field)
-    train_ids, eval_ids = split_documents(corpus, eval_fraction)
-    log(f"corpus: {corpus.name}, {len(corpus.documents):,} documents, {corpus.num_words:,} words "
-        f"({len(eval_ids):,} documents held out for evaluation)")
-    tokenizer = get_tokenizer(corpus, train_ids, tokenizer_dir, vocab_size, progress, log)
-    check_tokenizer(tokenizer, tokenizer_dir or "(trained)")
-    tokens = tokenize_corpus(corpus, tokenizer, cache=cache, progress=progress)
+    key = sources_key(sources, text_field) if cache else None
+    found = _from_cache(key, tokenizer_dir, vocab_size, eval_fraction, log) if cache else None
+    if found is not None:  # the tokenizer and the token ids are cached: the text is not read at all
+        corpus, train_ids, eval_ids, tokenizer, tokens = found
+    else:
+        corpus = load_corpus(sources, text_field)
+        train_ids, eval_ids = split_documents(corpus, eval_fraction)
+        _say_corpus(corpus, eval_ids, log)
+        tokenizer = get_tokenizer(corpus, train_ids, tokenizer_dir, vocab_size, progress, log)
+        check_tokenizer(tokenizer, tokenizer_dir or "(trained)")
+        tokens = tokenize_corpus(corpus, tokenizer, cache=cache, progress=progress)
+        if cache:
+            save_index(key, corpus)
     sentences = np.diff(tokens.doc_starts)  # per document; documents with no tokens are left out
     train_docs = tokens.document_views([d for d in train_ids if sentences[d]])
     eval_docs = tokens.document_views([d for d in eval_ids if sentences[d]])
@@ -109,6 +117,36 @@ def prepare_data(sources, text_field="text", tokenizer_dir=None, vocab_size=8192
     corpus.documents = None  # the text: training reads the token ids (~8 MB for wiki, in every rank)
     release_freed_memory()  # reading and tokenizing the corpus freed more than training will reuse (~30 MB)
     return PreparedData(corpus, tokenizer, train_docs, eval_docs, n_train, n_eval, time.perf_counter() - start)
+
+
+def _say_corpus(corpus: Corpus, eval_ids: list[int], log) -> None:
+    log(f"corpus: {corpus.name}, {corpus.num_documents:,} documents, {corpus.num_words:,} words "
+        f"({len(eval_ids):,} documents held out for evaluation)")
+
+
+def _from_cache(key: str, tokenizer_dir, vocab_size: int, eval_fraction: float, log):
+    """(corpus without its text, train ids, held-out ids, tokenizer, token ids) when the corpus's description,
+    its tokenizer and its token ids are all cached (data/corpus_index.py); None otherwise."""
+    from minibert.tokenizer import WordPieceTokenizer
+    corpus = load_index(key)
+    if corpus is None:
+        return None
+    train_ids, eval_ids = split_documents(corpus, eval_fraction)
+    if tokenizer_dir is None:
+        folder = trained_tokenizer_folder(corpus, train_ids, vocab_size)
+        if not (folder / "vocab.txt").exists():
+            return None
+        tokenizer = WordPieceTokenizer.from_pretrained(folder)
+    else:
+        tokenizer = WordPieceTokenizer.from_pretrained(tokenizer_dir)
+    check_tokenizer(tokenizer, tokenizer_dir or str(folder))
+    tokens = cached_tokens(corpus, tokenizer)
+    if tokens is None:
+        return None
+    _say_corpus(corpus, eval_ids, log)
+    if tokenizer_dir is None:
+        log(f"tokenizer: cached {folder}")
+    return corpus, train_ids, eval_ids, tokenizer, tokens
 
 
 def _num_tokens(tokens: TokenizedCorpus, doc_indices: np.ndarray) -> int:
