@@ -95,7 +95,7 @@ def test_escaped_pipes_in_table_code_show_as_pipes(site):
     site_dir, _ = site
     assert "wiki\\|ptb" in (ROOT / "README.md").read_text(encoding="utf-8")  # as GitHub needs it
     home = (site_dir / "index.html").read_text(encoding="utf-8")
-    assert "wiki|ptb|FILES" in home and "\\|" not in home
+    assert "wiki|ptb|wikitext2|imdb|FILES" in home and "\\|" not in home
 
 
 def test_mathjax_is_served_with_the_site(site):
