@@ -1,6 +1,8 @@
 """float64 finite-difference checks of ELECTRA's new pieces: the replaced-token-detection head, the sigmoid
 binary cross-entropy over active tokens, and the MLM head under the generator's names (dense H -> E)."""
 
+import zlib
+
 import numpy as np
 import pytest
 from gradcheck import check_grad
@@ -12,6 +14,14 @@ from minibert.layers.loss import bce_with_logits_backward, bce_with_logits_forwa
 
 TOL = 1e-6
 rng = np.random.default_rng(77)
+
+
+@pytest.fixture(autouse=True)
+def inputs_of_its_own(request):
+    """Each test draws its inputs from a seed of its own name: under pytest-xdist the tests a worker ran
+    before it would otherwise decide them."""
+    global rng
+    rng = np.random.default_rng(zlib.crc32(request.node.name.encode()))
 
 
 def cfg(act="gelu"):

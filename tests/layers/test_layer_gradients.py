@@ -1,6 +1,8 @@
 """float64 finite-difference gradient checks, one per layer: the backward of every layer must equal the
 numerical derivative of its forward (relative error < 1e-6) for the input and for every parameter."""
 
+import zlib
+
 import numpy as np
 import pytest
 from gradcheck import check_grad
@@ -22,6 +24,14 @@ from minibert.models.pretraining import mlm_head_shapes
 
 TOL = 1e-6
 rng = np.random.default_rng(1234)
+
+
+@pytest.fixture(autouse=True)
+def inputs_of_its_own(request):
+    """Each test draws its inputs from a seed of its own name: under pytest-xdist the tests a worker ran
+    before it would otherwise decide them."""
+    global rng
+    rng = np.random.default_rng(zlib.crc32(request.node.name.encode()))
 
 
 def randn(*shape):
