@@ -440,17 +440,21 @@ print(f"sinusoidal minus learned: {final['sinusoidal'] - final['learned']:+.3f}"
 #    a one-hot matrix product). Repeated ids add up, [PAD]'s row stays zero.
 
 # %%
+from _course import expect  # noqa: E402  (an exercise's check: expected against got)
+
+
 def sinusoidal_table(P, H):
     raise NotImplementedError
 
 
 def test_sinusoidal_table(sinusoidal_table):
     pe = sinusoidal_table(20, 8)
-    assert pe.shape == (20, 8)
-    assert np.allclose(pe[0, 0::2], 0) and np.allclose(pe[0, 1::2], 1)
-    assert np.isclose(pe[3, 2], np.sin(3 / 10000 ** (2 / 8)))
+    expect("sinusoidal_table(20, 8).shape", np.shape(pe), (20, 8))
+    expect("row 0 (position 0: sin 0 = 0, cos 0 = 1)", pe[0], [0, 1, 0, 1, 0, 1, 0, 1], atol=1e-12)
+    expect("pe[3, 2] = sin(3 / 10000^(2/8))", pe[3, 2], np.sin(3 / 10000 ** (2 / 8)), atol=1e-12)
+    expect("pe[3, 3] = cos(3 / 10000^(2/8))", pe[3, 3], np.cos(3 / 10000 ** (2 / 8)), atol=1e-12)
     dots = [pe[p] @ pe[p + 5] for p in range(15)]
-    assert np.allclose(dots, dots[0])
+    expect("PE_p . PE_(p+5) for p = 0..14 (depends on the offset only)", dots, np.full(15, dots[0]), atol=1e-9)
 
 
 exercise(1, sinusoidal_table, "03_embeddings", test_sinusoidal_table)
@@ -472,7 +476,7 @@ def test_layernorm_dx(layernorm_dx):
 
     ehat, rstd = forward()
     numeric = numerical_gradient(lambda: float((forward()[0] * gamma * dy).sum()), e)
-    assert np.allclose(layernorm_dx(dy, ehat, rstd, gamma), numeric, atol=1e-7)
+    expect("layernorm_dx against finite differences", layernorm_dx(dy, ehat, rstd, gamma), numeric, atol=1e-7)
 
 
 exercise(2, layernorm_dx, "03_embeddings", test_layernorm_dx)
@@ -488,14 +492,15 @@ def test_word_table_grad(word_table_grad):
     ids = np.array([[3, 3, 1, 0], [2, 3, 0, 0]])
     de = rng.normal(size=(2, 4, 5))
     g = word_table_grad(ids, de, 6, pad_id=0)
-    assert g.shape == (6, 5)
-    assert np.allclose(g[3], de[0, 0] + de[0, 1] + de[1, 1])
-    assert not g[0].any() and not g[4].any()
+    expect("word_table_grad(...).shape", np.shape(g), (6, 5))
+    expect("row 3 (id 3 three times: the rows add up)", g[3], de[0, 0] + de[0, 1] + de[1, 1], atol=1e-12)
+    expect("row 0 ([PAD]) and row 4 (not in the batch)", g[[0, 4]], np.zeros((2, 5)))
     ids = rng.integers(0, 50, size=(4, 30))  # many repeats, some [PAD]
     de = rng.normal(size=(4, 30, 5))
-    expected = np.zeros((50, 5))
-    scatter_add_rows(expected, ids[ids != 0], de[ids != 0])  # minibert's scatter-add
-    assert np.allclose(word_table_grad(ids, de, 50, pad_id=0), expected)
+    reference = np.zeros((50, 5))
+    scatter_add_rows(reference, ids[ids != 0], de[ids != 0])  # minibert's scatter-add
+    expect("word_table_grad against minibert's scatter-add", word_table_grad(ids, de, 50, pad_id=0), reference,
+           atol=1e-12)
 
 
 exercise(3, word_table_grad, "03_embeddings", test_word_table_grad)

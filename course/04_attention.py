@@ -329,6 +329,9 @@ plt.show()
 # side (head 0's $D$ features first), without calling this chapter's `join_heads`.
 
 # %%
+from _course import expect  # noqa: E402  (an exercise's check: expected against got)
+
+
 def merge_heads(t):
     raise NotImplementedError
 
@@ -336,9 +339,9 @@ def merge_heads(t):
 def test_merge_heads(merge_heads):
     t = np.arange(2 * 3 * 4 * 5).reshape(2, 3, 4, 5).astype(float)  # (B, A, T, D)
     m = merge_heads(t)
-    assert m.shape == (2, 4, 15)
-    assert np.array_equal(m[1, 2, 5:10], t[1, 1, 2])  # batch 1, token 2: head 1's features come second
-    assert np.array_equal(split_heads_of(m, 3), t)
+    expect("merge_heads((2, 3, 4, 5)).shape", np.shape(m), (2, 4, 15))
+    expect("batch 1, token 2, features 5:10 (head 1's, second)", m[1, 2, 5:10], t[1, 1, 2])
+    expect("split back into heads", split_heads_of(m, 3), t)
 
 
 def split_heads_of(t, heads):
@@ -361,9 +364,10 @@ def causal_mask(T):
 
 def test_causal_mask(causal_mask):
     m = causal_mask(4)
-    assert m.shape == (4, 4)
+    expect("causal_mask(4).shape", np.shape(m), (4, 4))
     p = softmax_forward(np.zeros((1, 4, 4)), m[None])  # (1, T, T) equal scores: uniform over the allowed keys
-    np.testing.assert_allclose(p[0], np.tril(np.ones((4, 4))) / np.arange(1, 5)[:, None])
+    expect("softmax of equal scores under the mask", p[0], np.tril(np.ones((4, 4))) / np.arange(1, 5)[:, None],
+           atol=1e-12)
 
 
 exercise(2, causal_mask, "04_attention", test_causal_mask)
@@ -384,8 +388,8 @@ def test_softmax_jacobian(softmax_jacobian):
     p = softmax(r.standard_normal(6))  # (T,)
     dp = r.standard_normal(6)  # (T,)
     J = softmax_jacobian(p)
-    assert J.shape == (6, 6)
-    np.testing.assert_allclose(J @ dp, softmax_backward(dp[None].copy(), p[None])[0], atol=1e-12)
+    expect("softmax_jacobian(p).shape", np.shape(J), (6, 6))
+    expect("J dp against softmax_backward", J @ dp, softmax_backward(dp[None].copy(), p[None])[0], atol=1e-12)
 
 
 exercise(3, softmax_jacobian, "04_attention", test_softmax_jacobian)

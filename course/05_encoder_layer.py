@@ -398,14 +398,18 @@ if torch is not None:
 # minibert's `gelu_tanh_backward`.
 
 # %%
+from _course import expect  # noqa: E402  (an exercise's check: expected against got)
+
+
 def gelu_tanh_derivative(x):
     raise NotImplementedError
 
 
 def test_gelu_tanh_derivative(gelu_tanh_derivative):
     x = np.linspace(-5, 5, 101)  # (N,)
-    expected = gelu_tanh_backward(np.ones_like(x), gelu_tanh_forward(x)[1])
-    np.testing.assert_allclose(gelu_tanh_derivative(x), expected, rtol=1e-10, atol=1e-12)
+    reference = gelu_tanh_backward(np.ones_like(x), gelu_tanh_forward(x)[1])
+    expect("gelu_tanh_derivative on [-5, 5] against gelu_tanh_backward", gelu_tanh_derivative(x), reference,
+           rtol=1e-10, atol=1e-12)
 
 
 exercise(1, gelu_tanh_derivative, "05_encoder_layer", test_gelu_tanh_derivative)
@@ -427,7 +431,8 @@ def test_rmsnorm_backward(rmsnorm_backward):
 
     def loss():
         return float((w * x / np.sqrt((x * x).mean(axis=-1, keepdims=True) + 1e-6) * dy).sum())
-    np.testing.assert_allclose(rmsnorm_backward(dy, x, w, 1e-6), numerical_gradient(loss, x), atol=1e-7)
+    expect("rmsnorm_backward against finite differences", rmsnorm_backward(dy, x, w, 1e-6),
+           numerical_gradient(loss, x), atol=1e-7)
 
 
 exercise(2, rmsnorm_backward, "05_encoder_layer", test_rmsnorm_backward)
@@ -453,8 +458,10 @@ def test_relu_ffn_backward(relu_ffn_backward):
     _, c2 = lf(g, w2, b2)  # (B, T, H)
     dw1, db1, dw2, db2 = np.zeros_like(w1), np.zeros_like(b1), np.zeros_like(w2), np.zeros_like(b2)
     dh = lb(relu_backward(lb(dy, c2, w2, dw2, db2), c_relu), c1, w1, dw1, db1)
-    for mine, ref in zip(relu_ffn_backward(dy, h, w1, b1, w2), (dh, dw1, db1, dw2)):
-        np.testing.assert_allclose(mine, ref, rtol=1e-10, atol=1e-12)
+    got = relu_ffn_backward(dy, h, w1, b1, w2)
+    expect("relu_ffn_backward returns 4 arrays", len(got), 4)
+    for name, mine, ref in zip(("dh", "dw1", "db1", "dw2"), got, (dh, dw1, db1, dw2)):
+        expect(f"{name} against minibert's linear and relu layers", mine, ref, rtol=1e-10, atol=1e-12)
 
 
 exercise(3, relu_ffn_backward, "05_encoder_layer", test_relu_ffn_backward)

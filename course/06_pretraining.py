@@ -748,23 +748,29 @@ shutil.rmtree(run_root)  # this chapter's run was a temporary one: its checkpoin
 # `(masked, labels)` as `mask_tokens` does.
 
 # %%
+from _course import expect  # noqa: E402  (an exercise's check: expected against got)
+
+
 def mask_bernoulli(ids, maskable, rng, p=0.15):
     raise NotImplementedError
 
 
 def test_mask_bernoulli(mask_bernoulli):
     masked_b, labels_b = mask_bernoulli(ids, maskable, np.random.default_rng(3), p=0.15)
-    chosen = labels_b != IGNORE_INDEX
+    chosen = labels_b != IGNORE_INDEX  # (B, T)
     n = chosen.sum()
-    assert masked_b.shape == ids.shape and labels_b.shape == ids.shape
-    assert not (chosen & ~maskable).any(), "a special or padding token was chosen"
-    assert (labels_b[chosen] == ids[chosen]).all(), "labels must hold the original tokens"
-    assert (masked_b[~chosen] == ids[~chosen]).all(), "unchosen tokens must stay as they are"
-    assert abs(n / maskable.sum() - 0.15) < 4 * np.sqrt(0.15 * 0.85 / maskable.sum())
-    assert abs((masked_b[chosen] == tokenizer.mask_token_id).mean() - 0.8) < 4 * np.sqrt(0.16 / n)
-    assert abs((masked_b[chosen] == ids[chosen]).mean() - 0.1) < 4 * np.sqrt(0.09 / n) + 0.001
-    counts = chosen.sum(axis=1)
-    assert counts.min() != counts.max(), "the number of targets should vary from sequence to sequence"
+    expect("shapes of (masked, labels)", (np.shape(masked_b), np.shape(labels_b)), (ids.shape, ids.shape))
+    expect("special or padding tokens chosen", int((chosen & ~maskable).sum()), 0)
+    expect("labels at the chosen positions (the original tokens)", labels_b[chosen], ids[chosen])
+    expect("unchosen tokens (unchanged)", masked_b[~chosen], ids[~chosen])
+    expect("chosen / maskable", n / maskable.sum(), 0.15, atol=4 * np.sqrt(0.15 * 0.85 / maskable.sum()))
+    expect("[MASK] / chosen", (masked_b[chosen] == tokenizer.mask_token_id).mean(), 0.8, atol=4 * np.sqrt(0.16 / n))
+    expect("kept / chosen", (masked_b[chosen] == ids[chosen]).mean(), 0.1, atol=4 * np.sqrt(0.09 / n) + 0.001)
+    # Bernoulli: each token draws its own coin, so a sequence's number of targets changes with the random numbers
+    # (a binomial count); choosing exactly k = round(p n) gives every sequence the same count whatever the seed.
+    _, labels_other = mask_bernoulli(ids, maskable, np.random.default_rng(4), p=0.15)
+    changed = (chosen.sum(axis=1) != (labels_other != IGNORE_INDEX).sum(axis=1)).mean()
+    expect("share of sequences whose number of targets changes with the seed, above 0.3", bool(changed > 0.3), True)
 
 
 exercise(1, mask_bernoulli, "06_pretraining", test_mask_bernoulli)
@@ -781,12 +787,14 @@ def masked_accuracy(logits, labels):
 
 def test_masked_accuracy(masked_accuracy):
     z = np.array([[2.0, 0.0, 1.0], [0.0, 3.0, 1.0], [5.0, 0.0, 0.0], [0.0, 0.0, 9.0]])  # (4, 3)
-    assert np.isclose(masked_accuracy(z, np.array([0, 2, 0, 2])), 0.75)
-    assert np.isclose(masked_accuracy(z, np.array([0, 2, IGNORE_INDEX, 1])), 1 / 3)
-    assert masked_accuracy(z, np.array([IGNORE_INDEX, 1, IGNORE_INDEX, IGNORE_INDEX])) == 1.0
+    expect("masked_accuracy(z, [0, 2, 0, 2])", masked_accuracy(z, np.array([0, 2, 0, 2])), 0.75, atol=1e-12)
+    expect("masked_accuracy(z, [0, 2, -100, 1])", masked_accuracy(z, np.array([0, 2, IGNORE_INDEX, 1])), 1 / 3,
+           atol=1e-12)
+    expect("masked_accuracy(z, [-100, 1, -100, -100])",
+           masked_accuracy(z, np.array([IGNORE_INDEX, 1, IGNORE_INDEX, IGNORE_INDEX])), 1.0)
     big = np.random.default_rng(4).standard_normal((200, 7))
     y = np.where(np.arange(200) % 3 == 0, big.argmax(-1), IGNORE_INDEX)
-    assert masked_accuracy(big, y) == 1.0
+    expect("every labelled row right", masked_accuracy(big, y), 1.0)
 
 
 exercise(2, masked_accuracy, "06_pretraining", test_masked_accuracy)
@@ -807,11 +815,10 @@ def test_unigram_bias(unigram_bias):
     from minibert.training.pretrain import unigram_log_probs
     counts = np.bincount(ids[maskable], minlength=V)  # (V,) token counts of our summaries
     bias = unigram_bias(counts, tokenizer.all_special_ids)
-    assert bias.shape == (V,) and np.isfinite(bias).all()
-    np.testing.assert_allclose(np.exp(bias).sum(), 1.0, rtol=1e-9)
-    np.testing.assert_allclose(bias, unigram_log_probs(counts, tokenizer.all_special_ids), rtol=1e-9)
-    top = counts.argmax()
-    assert bias.argmax() == top, f"the most frequent token ({tokenizer.convert_ids_to_tokens(int(top))}) first"
+    expect("unigram_bias(...).shape", np.shape(bias), (V,))
+    expect("sum of exp(bias) (a distribution)", np.exp(bias).sum(), 1.0, rtol=1e-9)
+    expect("unigram_bias against minibert's unigram_log_probs", bias,
+           unigram_log_probs(counts, tokenizer.all_special_ids), rtol=1e-9)
 
 
 exercise(3, unigram_bias, "06_pretraining", test_unigram_bias)

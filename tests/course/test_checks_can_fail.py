@@ -1,9 +1,15 @@
-"""The course's checks can fail: with a wrong gradient in minibert's softmax backward, the attention chapter stops
-with an error that names the check; without it, the same harness runs the chapter to its end.
+"""The course's checks can fail.
 
-The chapter runs as a plain script in a fresh interpreter (quick mode, in course/), after the harness has
-replaced `softmax_backward` in every minibert module that holds it with one that flips the gradient's sign."""
+- With a wrong gradient in minibert's softmax backward, the attention chapter stops with an error that names the
+  check; without it, the same harness runs the chapter to its end.
+- Every exercise's test refuses a plausible wrong answer (tests/course/wrong_answers.py), with an AssertionError
+  that shows what it expected against what it got.
 
+A chapter runs as a plain script in a fresh interpreter (quick mode, in course/), under a harness that can replace
+`softmax_backward` in every minibert module that holds it with one that flips the gradient's sign, and that wraps
+`_course.exercise` so that each exercise's test also runs on the wrong answer before the real one."""
+
+import json
 import os
 import subprocess
 import sys
@@ -13,32 +19,69 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 COURSE = ROOT / "course"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from wrong_answers import WRONG  # noqa: E402
+
+CHAPTERS = sorted(p.stem for p in COURSE.glob("[0-9][0-9]_*.py"))
 
 HARNESS = """
-import runpy, sys
+import json, runpy, sys
+import _course
 import minibert.layers.attention as attention
+from wrong_answers import WRONG
+
+chapter, mode, report = sys.argv[1:4]
 original = attention.softmax_backward
-if sys.argv[1] == "perturbed":
+if mode == "perturbed":
     def wrong_sign(dprobs, probs):
         return -original(dprobs, probs)
     for module in list(sys.modules.values()):
         if getattr(module, "softmax_backward", None) is original:
             module.softmax_backward = wrong_sign
     assert attention.softmax_backward is wrong_sign
-runpy.run_path("04_attention.py", run_name="__main__")
+
+results = {}
+real_exercise = _course.exercise
+
+
+def exercise(number, answer, name, test):
+    make = WRONG.get(chapter, {}).get(answer.__name__)
+    if make is None:
+        results[answer.__name__] = "no wrong answer"
+    else:
+        try:
+            test(make(sys._getframe(1).f_globals))
+            results[answer.__name__] = "accepted"
+        except AssertionError as error:
+            results[answer.__name__] = "refused: " + str(error)
+        except Exception as error:  # a crash is not a check that says what it expected
+            results[answer.__name__] = f"crashed: {type(error).__name__}: {error}"
+    real_exercise(number, answer, name, test)
+
+
+_course.exercise = exercise
+try:
+    runpy.run_path(chapter + ".py", run_name="__main__")
+finally:
+    with open(report, "w") as f:
+        json.dump(results, f)
 """
 
 
-def run_chapter(mode):
+def run_chapter(chapter, mode, tmp_path):
     env = dict(os.environ, MINIBERT_COURSE_QUICK="1", MPLBACKEND="Agg",
-               PYTHONPATH=os.pathsep.join([str(COURSE), str(ROOT)]))
-    return subprocess.run([sys.executable, "-c", HARNESS, mode], check=False, cwd=COURSE, env=env, capture_output=True,
-                          text=True, timeout=300)
+               PYTHONPATH=os.pathsep.join([str(COURSE), str(ROOT), str(Path(__file__).resolve().parent)]))
+    report = tmp_path / f"{chapter}-{mode}.json"
+    done = subprocess.run([sys.executable, "-c", HARNESS, chapter, mode, str(report)], check=False, cwd=COURSE,
+                          env=env, capture_output=True, text=True, timeout=600)
+    results = json.loads(report.read_text()) if report.exists() else {}
+    return done, results
 
 
-def test_a_wrong_softmax_gradient_fails_the_attention_chapter():
+def test_a_wrong_softmax_gradient_fails_the_attention_chapter(tmp_path):
     pytest.importorskip("matplotlib")
-    done = run_chapter("perturbed")
+    done, _ = run_chapter("04_attention", "perturbed", tmp_path)
     assert done.returncode != 0, done.stdout[-2000:]
     assert "AssertionError" in done.stderr
     # the first check that reads the softmax backward names itself in the error
@@ -46,9 +89,24 @@ def test_a_wrong_softmax_gradient_fails_the_attention_chapter():
     assert "exercise 1:" not in done.stdout  # stopped at the check, not later
 
 
-def test_the_same_harness_runs_the_unperturbed_chapter_to_its_end():
+def test_every_chapter_has_a_wrong_answer_for_each_exercise():
+    for chapter in CHAPTERS:
+        text = (COURSE / f"{chapter}.py").read_text(encoding="utf-8")
+        answered = [line.split(",")[1].strip() for line in text.splitlines() if line.startswith("exercise(")]
+        assert answered, chapter
+        assert sorted(WRONG.get(chapter, {})) == sorted(answered), chapter
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_each_exercise_refuses_a_wrong_answer(chapter, tmp_path):
     pytest.importorskip("matplotlib")
-    done = run_chapter("unperturbed")
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert "dx: ours vs minibert" in done.stdout
-    assert "exercise 3:" in done.stdout  # the last cell ran
+    done, results = run_chapter(chapter, "unperturbed", tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert sorted(results) == sorted(WRONG[chapter]), results
+    for name, outcome in results.items():
+        assert outcome.startswith("refused: "), f"{chapter}, {name}: the wrong answer was {outcome}"
+        assert "expected" in outcome and "got" in outcome, f"{chapter}, {name}: {outcome}"
+    last = len(results)
+    assert f"exercise {last}:" in done.stdout  # the chapter ran to its last cell, the real answers passing
+    if chapter == "04_attention":  # the check the perturbed run stops at passes here
+        assert "dx: ours vs minibert" in done.stdout
