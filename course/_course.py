@@ -45,9 +45,13 @@ def expect(name, got, expected, rtol=0.0, atol=0.0):
                              f"got {_show(got)}")
     if not g.size or np.allclose(g, e, rtol=rtol, atol=atol):
         return
-    largest = float(np.max(np.abs(g - e)))
-    raise AssertionError(f"{name}: expected {_show(expected)}, got {_show(got)}; largest difference {largest:.3g} "
-                         f"(rtol {rtol:g}, atol {atol:g})")
+    if np.asarray(got).dtype == bool or np.asarray(expected).dtype == bool:
+        if g.size == 1:
+            raise AssertionError(f"{name}: expected {_show(expected)}, got {_show(got)}")
+        how = f"{int(np.sum(g != e))} of {g.size} differ"
+    else:
+        how = f"largest difference {float(np.max(np.abs(g - e))):.3g} (rtol {rtol:g}, atol {atol:g})"
+    raise AssertionError(f"{name}: expected {_show(expected)}, got {_show(got)}; {how}")
 
 
 def _numeric(x):
@@ -63,6 +67,8 @@ def _numeric(x):
 
 def _show(x, limit=300):
     """A value as one short line: arrays and lists abbreviated by NumPy, anything longer cut at `limit`."""
+    if isinstance(x, np.generic):
+        x = x.item()  # 0.25, not np.float64(0.25)
     if isinstance(x, np.ndarray) or (isinstance(x, (list, tuple)) and len(x) > 8):
         text = np.array2string(np.asarray(x), threshold=24, edgeitems=3, precision=6, max_line_width=10**6)
     else:
