@@ -40,8 +40,9 @@ print("quick mode" if QUICK else "full mode")
 # $$\mathrm{GELU}(x) = x\,\Phi(x) = \tfrac{x}{2}\big(1 + \mathrm{erf}(x/\sqrt2)\big),\qquad
 #   \mathrm{GELU}'(x) = \Phi(x) + x\,\varphi(x),\quad \varphi(x) = e^{-x^2/2}/\sqrt{2\pi}.$$
 #
-# It is smooth everywhere, lets small negative inputs through a little, and its derivative overshoots 1 just
-# above 0. Because erf was slow on early GPUs, GPT-2 and others use the tanh approximation
+# It is smooth everywhere and lets small negative inputs through a little. Its derivative is $\tfrac12$ at 0
+# (half of a small input gets through), rises past 1 and peaks where $\mathrm{GELU}''(x) = \varphi(x)(2 - x^2)$
+# is 0, at $x = \sqrt2$, with $\mathrm{GELU}'(\sqrt2) \approx 1.129$, then settles back to 1 for large $x$. Because erf was slow on early GPUs, GPT-2 and others use the tanh approximation
 # $\tfrac{x}{2}\big(1 + \tanh(\sqrt{2/\pi}\,(x + 0.044715\,x^3))\big)$ (`gelu_new`); BERT uses the exact one.
 
 # %%
@@ -94,15 +95,15 @@ print(f"smallest GELU value: {gelu(xs).min():.4f} at x = {xs[gelu(xs).argmin()]:
 
 # %%
 use_numba_gelu(False)
+check("GELU float64: minibert vs math.erf", gelu_forward(wide)[0], gelu(wide), rtol=1e-12, atol=1e-12)
+check("GELU float32: minibert vs math.erf", gelu_forward(wide.astype(np.float32))[0], gelu(wide),
+      rtol=1e-6, atol=1e-6)
 for dtype in (np.float32, np.float64):
     diff = np.abs(gelu_forward(wide.astype(dtype))[0] - gelu(wide))  # (N,)
     worst = gelu(wide[diff.argmax()])
     print(f"minibert's GELU in {np.dtype(dtype).name}: largest difference from exact erf {diff.max():.2e} "
           f"at x = {wide[diff.argmax()]:+.2f}, where GELU = {worst:.3f} and {np.dtype(dtype).name} numbers are "
           f"{np.spacing(dtype(worst)):.1e} apart")
-check("GELU float64: minibert vs math.erf", gelu_forward(wide)[0], gelu(wide), rtol=1e-12, atol=1e-12)
-check("GELU float32: minibert vs math.erf", gelu_forward(wide.astype(np.float32))[0], gelu(wide),
-      rtol=1e-6, atol=1e-6)
 
 # %% [markdown]
 # ## The feed-forward block
@@ -239,8 +240,8 @@ plt.show()
 # %% [markdown]
 # ## The whole layer, forward and backward
 #
-# BERT's (post-LN) layer, with dropout left out (it is off at evaluation time; in training its backward just
-# applies the same mask to the gradient):
+# BERT's (post-LN) layer, with dropout left out (it is off at evaluation time; in training its backward
+# multiplies the gradient by the same mask and the same $1/(1-p)$ scale as the forward, chapter 4):
 #
 # $$h = \mathrm{LN}_1\big(x + \mathrm{Attention}(x)\,W_o^\top + b_o\big),\qquad
 #   \text{out} = \mathrm{LN}_2\big(h + \mathrm{FFN}(h)\big).$$
@@ -418,7 +419,8 @@ exercise(1, gelu_tanh_derivative, "05_encoder_layer", test_gelu_tanh_derivative)
 # %% [markdown]
 # **2. RMSNorm's backward.** LLaMA and T5 replace LayerNorm with RMSNorm, which skips the mean:
 # $y = \gamma \odot x / \sqrt{\overline{x^2} + \epsilon}$. Write `rmsnorm_backward(dy, x, w, eps)` returning
-# $dx$. (Follow LayerNorm's derivation with $\mu = 0$; the test uses finite differences.)
+# $dx$. (Follow chapter 3's derivation of LayerNorm's backward with $\mu = 0$: one path fewer; the test uses
+# finite differences.)
 
 # %%
 def rmsnorm_backward(dy, x, w, eps):

@@ -1,12 +1,13 @@
 """The course's checks can fail.
 
-- With a wrong gradient in minibert's softmax backward, the attention chapter stops with an error that names the
-  check; without it, the same harness runs the chapter to its end.
+- With a wrong gradient in minibert's softmax backward (its sign flipped), or a dropout backward that takes the
+  value gradient from the probabilities before dropout, the attention chapter stops with an error that names the
+  check; without them, the same harness runs the chapter to its end.
 - Every exercise's test refuses a plausible wrong answer (tests/course/wrong_answers.py), with an AssertionError
   that shows what it expected against what it got.
 
-A chapter runs as a plain script in a fresh interpreter (quick mode, in course/), under a harness that can replace
-`softmax_backward` in every minibert module that holds it with one that flips the gradient's sign, and that wraps
+A chapter runs as a plain script in a fresh interpreter (quick mode, in course/), under a harness that can replace a
+minibert function in every module that holds it with a wrong one, and that wraps
 `_course.exercise` so that each exercise's test also runs on the wrong answer before the real one."""
 
 import json
@@ -32,14 +33,26 @@ import minibert.layers.attention as attention
 from wrong_answers import WRONG
 
 chapter, mode, report = sys.argv[1:4]
-original = attention.softmax_backward
-if mode == "perturbed":
-    def wrong_sign(dprobs, probs):
-        return -original(dprobs, probs)
+
+
+def replace(name, make_wrong):
+    original = getattr(attention, name)
+    wrong = make_wrong(original)
     for module in list(sys.modules.values()):
-        if getattr(module, "softmax_backward", None) is original:
-            module.softmax_backward = wrong_sign
-    assert attention.softmax_backward is wrong_sign
+        if getattr(module, name, None) is original:
+            setattr(module, name, wrong)
+    assert getattr(attention, name) is wrong
+
+
+if mode == "softmax_sign":
+    replace("softmax_backward", lambda original: lambda dprobs, probs: -original(dprobs, probs))
+elif mode == "dropout_dv":  # dv from the probabilities before dropout: the same as after, when dropout is off
+    def before_dropout(original):
+        def backward(dcontext, cache, grads, prefix):
+            x, w_qkv, q, k, v, probs, probs_dropped, drop_mask, scale = cache
+            return original(dcontext, (x, w_qkv, q, k, v, probs, probs, drop_mask, scale), grads, prefix)
+        return backward
+    replace("self_attention_backward", before_dropout)
 
 results = {}
 real_exercise = _course.exercise
@@ -79,13 +92,15 @@ def run_chapter(chapter, mode, tmp_path):
     return done, results
 
 
-def test_a_wrong_softmax_gradient_fails_the_attention_chapter(tmp_path):
+@pytest.mark.parametrize("mode, first_check", [("softmax_sign", "dx: ours vs minibert"),
+                                               ("dropout_dv", "dropout: dx, ours vs minibert")])
+def test_a_wrong_gradient_fails_the_attention_chapter(mode, first_check, tmp_path):
     pytest.importorskip("matplotlib")
-    done, _ = run_chapter("04_attention", "perturbed", tmp_path)
+    done, _ = run_chapter("04_attention", mode, tmp_path)
     assert done.returncode != 0, done.stdout[-2000:]
     assert "AssertionError" in done.stderr
-    # the first check that reads the softmax backward names itself in the error
-    assert "dx: ours vs minibert" in done.stderr, done.stderr[-2000:]
+    # the first check that reads the wrong backward names itself in the error
+    assert first_check in done.stderr, done.stderr[-2000:]
     assert "exercise 1:" not in done.stdout  # stopped at the check, not later
 
 
@@ -108,5 +123,5 @@ def test_each_exercise_refuses_a_wrong_answer(chapter, tmp_path):
         assert "expected" in outcome and "got" in outcome, f"{chapter}, {name}: {outcome}"
     last = len(results)
     assert f"exercise {last}:" in done.stdout  # the chapter ran to its last cell, the real answers passing
-    if chapter == "04_attention":  # the check the perturbed run stops at passes here
-        assert "dx: ours vs minibert" in done.stdout
+    if chapter == "04_attention":  # the checks the perturbed runs stop at pass here
+        assert "dx: ours vs minibert" in done.stdout and "dropout: dx, ours vs minibert" in done.stdout
