@@ -441,7 +441,8 @@ plt.show()
 # Read the figure for what it is: one seed, a small model, a short budget on a shared CPU. In quick mode the models
 # barely move from where they started; the full run (`cd course && python 09_descendants.py`, a few minutes) trains
 # each for half a minute of CPU. What longer runs of the full mini give, with the commands that produced them
-# (minutes of pre-training each, and fine-tuning after), is in [docs/descendants.md](../docs/descendants.md).
+# (minutes of pre-training each, and fine-tuning after), is in the repository's docs/descendants.md, also a page
+# of the documentation site.
 #
 # ## Summary
 #
