@@ -6,6 +6,7 @@
 # the token itself, one for its segment (sentence A or B), one for its position, normalised by a LayerNorm. In this
 # chapter you will
 #
+# - derive LayerNorm's backward step by step, and check it against minibert's `layernorm_backward`;
 # - write the embedding layer's forward and backward passes in plain NumPy, and check them against minibert's
 #   layer, against finite differences, and against Hugging Face's `BertEmbeddings` on the same weights;
 # - look at the three parts of one real sentence in a real pre-trained model (the all-MiniLM-L6-v2 checkpoint
@@ -470,6 +471,8 @@ print(f"sinusoidal minus learned: {final['sinusoidal'] - final['learned']:+.3f}"
 #
 # - BERT's input vector is word + position + segment, then LayerNorm (and dropout in training).
 # - Without positions a transformer cannot tell word order: shuffled input gives the same vectors, shuffled.
+# - LayerNorm's backward has three paths from each input, directly, through the mean and through the spread:
+#   $de = r\,(g - \operatorname{mean}(g) - \hat e \odot \operatorname{mean}(g \odot \hat e))$.
 # - The backward pass is LayerNorm's backward, then scatter-adds into the three tables (none into [PAD]'s row);
 #   our plain NumPy version equals minibert's layer, finite differences and Hugging Face's `BertEmbeddings`.
 # - Learned and sinusoidal positions both give nearby positions similar vectors.

@@ -11,7 +11,7 @@
 # - queries, keys and values, and the split into heads (with the shapes printed at every step);
 # - scaled dot products, the softmax and the padding mask;
 # - the backward pass, derived one step at a time, including the softmax's
-#   $dS = P \odot (dP - \textstyle\sum (dP \odot P))$.
+#   $dS = P \odot (dP - \textstyle\sum (dP \odot P))$ and dropout's.
 
 # %%
 import math
@@ -368,7 +368,10 @@ plt.show()
 # - The padding mask is added before the softmax; padded keys get exactly 0 weight and 0 gradient.
 # - The backward is three matmul backwards, one softmax backward $dS = P \odot (dP - \sum dP \odot P)$, and a sum
 #   of three gradients into $X$.
-# - Ours equals minibert's layer, finite differences and `transformers`, gradient by gradient.
+# - Dropout on the probabilities goes back through the same mask and the same $1/(1-p)$, and $dV$ reads the
+#   probabilities after dropout.
+# - Ours equals minibert's layer, finite differences and `transformers`, gradient by gradient, with dropout off
+#   and on.
 #
 # ## Exercises
 #
