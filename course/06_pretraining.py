@@ -17,8 +17,9 @@
 # and then you will pre-train a small BERT with minibert's own training loop, draw its curve, and ask it to fill
 # in blanks.
 #
-# In full mode the chapter takes about 5 minutes on two CPU cores (most of it the 400-step run near its end);
-# quick mode (`MINIBERT_COURSE_QUICK=1`) about half a minute.
+# In full mode the chapter takes about 8 minutes on two busy CPU cores (less on an idle machine): most of it is
+# the 400-step run near its end and the 50 steps by hand. Quick mode (`MINIBERT_COURSE_QUICK=1`) takes about half
+# a minute.
 
 # %%
 import json
