@@ -10,6 +10,7 @@ A chapter runs as a plain script in a fresh interpreter (quick mode, in course/)
 minibert function in every module that holds it with a wrong one, and that wraps
 `_course.exercise` so that each exercise's test also runs on the wrong answer before the real one."""
 
+import ast
 import json
 import os
 import subprocess
@@ -125,3 +126,30 @@ def test_each_exercise_refuses_a_wrong_answer(chapter, tmp_path):
     assert f"exercise {last}:" in done.stdout  # the chapter ran to its last cell, the real answers passing
     if chapter == "04_attention":  # the checks the perturbed runs stop at pass here
         assert "dx: ours vs minibert" in done.stdout and "dropout: dx, ours vs minibert" in done.stdout
+
+
+def echoed(source: str) -> list[str]:
+    """The code cells of a chapter source whose last statement leaves a value a notebook would print as Out[]:
+    a `check(...)` (it returns the largest difference) or a bare expression that is not a call."""
+    lines = source.split("\n")
+    starts = [i for i, line in enumerate(lines) if line.startswith("# %%")] + [len(lines)]
+    found = []
+    for a, b in zip(starts, starts[1:]):
+        if "[markdown]" in lines[a]:
+            continue
+        body = ast.parse("\n".join(lines[a + 1:b])).body
+        last = body[-1] if body else None
+        if isinstance(last, ast.Expr) and (not isinstance(last.value, ast.Call)
+                                           or ast.unparse(last.value.func) == "check"):
+            found.append(f"line {a + 1 + last.lineno}: {ast.unparse(last)[:60]}")
+    return found
+
+
+def test_the_finder_of_echoed_values_finds_one():
+    assert echoed("# %%\nx = 1\ncheck('a', x, 1)\n") == ["line 3: check('a', x, 1)"]
+    assert echoed("# %%\nx\n# %% [markdown]\n# x\n# %%\nprint(x)\n") == ["line 2: x"]
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_no_cell_ends_with_a_value_the_notebook_would_echo(chapter):
+    assert echoed((COURSE / f"{chapter}.py").read_text(encoding="utf-8")) == []
