@@ -5,6 +5,7 @@
   check; without them, the same harness runs the chapter to its end.
 - Every exercise's test refuses a plausible wrong answer (tests/course/wrong_answers.py), with an AssertionError
   that shows what it expected against what it got.
+- No cell ends with a value its notebook would echo as Out[] (a check's largest difference).
 
 A chapter runs as a plain script in a fresh interpreter (quick mode, in course/), under a harness that can replace a
 minibert function in every module that holds it with a wrong one, and that wraps
