@@ -17,9 +17,9 @@
 # and then you will pre-train a small BERT with minibert's own training loop, draw its curve, and ask it to fill
 # in blanks.
 #
-# In full mode the chapter takes about 8 minutes on two busy CPU cores (less on an idle machine): most of it is
-# the 400-step run near its end and the 50 steps by hand. Quick mode (`MINIBERT_COURSE_QUICK=1`) takes about half
-# a minute.
+# In full mode the chapter takes about a minute and a half on two idle CPU cores, several times that on a busy
+# machine (8 minutes measured with other jobs running); most of it is the 400-step run near its end. Quick mode
+# (`MINIBERT_COURSE_QUICK=1`) takes well under half a minute.
 
 # %%
 import json
