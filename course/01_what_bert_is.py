@@ -302,15 +302,19 @@ print(f"untrained guesses for [MASK] at position {mask_at}: {tokenizer.convert_i
 #    `BertConfig` `c`. At what width would mini's layers overtake its embeddings? (Try it.)
 
 # %%
+from minibert.course import expect  # noqa: E402  (an exercise's check: expected against got)
+
+
 def causal_mask(T):
     raise NotImplementedError
 
 
 def test_causal_mask(causal_mask):
     m = causal_mask(5)
-    assert m.shape == (5, 5) and m.dtype == bool
-    assert m[4].all() and m[0].sum() == 1 and not m[1, 2]
-    assert (m.sum(axis=1) == np.arange(1, 6)).all()
+    expect("causal_mask(5).dtype", str(np.asarray(m).dtype), "bool")
+    # row i (the query) may read columns j <= i: the lower triangle, diagonal included
+    expect("causal_mask(5)", m, [[j <= i for j in range(5)] for i in range(5)])
+    expect("causal_mask(1)", causal_mask(1), [[True]])
 
 
 exercise(1, causal_mask, "01_what_bert_is", test_causal_mask)
@@ -325,7 +329,8 @@ def test_parameters_for(parameters_for):
     for L, H, F, V, P in [(1, 8, 16, 50, 10), (2, 12, 20, 30, 7), (3, 192, 768, 8192, 64)]:
         c = BertConfig(num_hidden_layers=L, hidden_size=H, num_attention_heads=4, intermediate_size=F,
                        vocab_size=V, max_position_embeddings=P)
-        assert parameters_for(L, H, F, V, P) == BertForMaskedLM(c, init_weights=False).num_parameters()
+        expect(f"parameters_for{(L, H, F, V, P)}", parameters_for(L, H, F, V, P),
+               BertForMaskedLM(c, init_weights=False).num_parameters())
 
 
 exercise(2, parameters_for, "01_what_bert_is", test_parameters_for)
@@ -337,12 +342,12 @@ def embedding_share(c):
 
 
 def test_embedding_share(embedding_share):
-    for name in ("tiny", "mini"):
+    for name in ("tiny", "mini", "base"):
         c = BertConfig.preset(name)
         params = BertForMaskedLM(c, init_weights=False).params
         emb = sum(a.size for n, a in params.items() if ".embeddings." in n)
-        assert abs(embedding_share(c) - emb / sum(a.size for a in params.values())) < 1e-12
-    assert embedding_share(BertConfig.preset("base")) < embedding_share(BertConfig.preset("mini"))
+        expect(f"embedding_share({name})", embedding_share(c), emb / sum(a.size for a in params.values()),
+               atol=1e-12)
 
 
 exercise(3, embedding_share, "01_what_bert_is", test_embedding_share)

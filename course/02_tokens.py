@@ -320,17 +320,21 @@ plt.show()
 #    has `n_b`.
 
 # %%
+from minibert.course import expect  # noqa: E402  (an exercise's check: expected against got)
+
+
 def join_pieces(tokens):
     raise NotImplementedError
 
 
 def test_join_pieces(join_pieces):
-    assert join_pieces(["photo", "##syn", "##thesis", "is", "green"]) == ["photosynthesis", "is", "green"]
-    assert join_pieces([]) == []
+    expect("join_pieces(photo ##syn ##thesis is green)", join_pieces(["photo", "##syn", "##thesis", "is", "green"]),
+           ["photosynthesis", "is", "green"])
+    expect("join_pieces([])", join_pieces([]), [])
     text = held_out[0]
     words = reference.tokenize(text)  # an unknown word stays one [UNK]
-    assert join_pieces(tokenizer.tokenize(text)) == [w if wordpiece(w, vocab_set) != ["[UNK]"] else "[UNK]"
-                                                     for w in words]
+    expect("join_pieces(a held-out summary's tokens)", join_pieces(tokenizer.tokenize(text)),
+           [w if wordpiece(w, vocab_set) != ["[UNK]"] else "[UNK]" for w in words])
 
 
 exercise(1, join_pieces, "02_tokens", test_join_pieces)
@@ -343,13 +347,14 @@ def pad_batch(sequences, pad_id):
 
 def test_pad_batch(pad_batch):
     ids, mask = pad_batch([[2, 7, 3], [2, 3], [2, 9, 9, 3]], pad_id=0)
-    assert ids.shape == mask.shape == (3, 4) and ids.dtype == mask.dtype == np.int64
-    assert ids.tolist() == [[2, 7, 3, 0], [2, 3, 0, 0], [2, 9, 9, 3]]
-    assert mask.tolist() == [[1, 1, 1, 0], [1, 1, 0, 0], [1, 1, 1, 1]]
+    expect("dtypes of (input_ids, attention_mask)", (str(ids.dtype), str(mask.dtype)), ("int64", "int64"))
+    expect("input_ids", ids, [[2, 7, 3, 0], [2, 3, 0, 0], [2, 9, 9, 3]])
+    expect("attention_mask", mask, [[1, 1, 1, 0], [1, 1, 0, 0], [1, 1, 1, 1]])
     texts = held_out[:3]
     batch = tokenizer.encode_batch(texts, padding=True)
     ids, mask = pad_batch([tokenizer.encode(t).input_ids for t in texts], tokenizer.pad_token_id)
-    assert (ids == batch.input_ids).all() and (mask == batch.attention_mask).all()
+    expect("input_ids of three summaries", ids, batch.input_ids)
+    expect("attention_mask of three summaries", mask, batch.attention_mask)
 
 
 exercise(2, pad_batch, "02_tokens", test_pad_batch)
@@ -361,9 +366,10 @@ def segment_ids(n_a, n_b):
 
 
 def test_segment_ids(segment_ids):
-    assert segment_ids(2, 1) == [0, 0, 0, 0, 1, 1]
+    expect("segment_ids(2, 1)", segment_ids(2, 1), [0, 0, 0, 0, 1, 1])  # [CLS] a a [SEP] | b [SEP]
     a, b = held_out[1], held_out[2]
-    assert segment_ids(len(tokenizer.tokenize(a)), len(tokenizer.tokenize(b))) == tokenizer.encode(a, b).token_type_ids
+    expect("segment_ids of two summaries", segment_ids(len(tokenizer.tokenize(a)), len(tokenizer.tokenize(b))),
+           tokenizer.encode(a, b).token_type_ids)
 
 
 exercise(3, segment_ids, "02_tokens", test_segment_ids)

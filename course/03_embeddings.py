@@ -6,6 +6,7 @@
 # the token itself, one for its segment (sentence A or B), one for its position, normalised by a LayerNorm. In this
 # chapter you will
 #
+# - derive LayerNorm's backward step by step, and check it against minibert's `layernorm_backward`;
 # - write the embedding layer's forward and backward passes in plain NumPy, and check them against minibert's
 #   layer, against finite differences, and against Hugging Face's `BertEmbeddings` on the same weights;
 # - look at the three parts of one real sentence in a real pre-trained model (the all-MiniLM-L6-v2 checkpoint
@@ -72,15 +73,62 @@ largest = check("no positions: reversed input -> reversed output", out_reversed[
 # and shift $\beta$. (BERT then applies dropout; this chapter runs without it.)
 #
 # **Backward.** Given $\partial L / \partial y$ (call it $dy$, shape $(B, T, H)$): $d\beta = \sum_{b,t} dy$,
-# $d\gamma = \sum_{b,t} dy \odot \hat e$. With $g = dy \odot \gamma$ and $r = 1/\sqrt{\sigma^2 + \epsilon}$, the
-# gradient through the normalisation is (llm.c's compact form)
+# $d\gamma = \sum_{b,t} dy \odot \hat e$. The gradient with respect to $\hat e$ is $g = dy \odot \gamma$. What is
+# left is the normalisation itself, and it is the one step of the embeddings whose backward takes some care: each
+# $\hat e_h$ depends on **every** $e_i$ of its token, through $\mu$ and $\sigma^2$. We derive it for one token
+# (the tokens are independent), as llm.c's LayerNorm walkthrough does, with $r = 1/\sqrt{\sigma^2 + \epsilon}$.
+#
+# 1. **The pieces' derivatives.** $\partial \mu / \partial e_i = 1/H$. For the variance,
+#    $\partial \sigma^2 / \partial e_i = \frac{2}{H}\sum_h (e_h - \mu)(\delta_{hi} - \tfrac1H) = \frac{2}{H}(e_i - \mu)$
+#    (the $\tfrac1H$ term drops out because $\sum_h (e_h - \mu) = 0$). So
+#    $\partial r / \partial e_i = -\tfrac12 (\sigma^2 + \epsilon)^{-3/2} \cdot \frac{2}{H}(e_i - \mu)
+#    = -\frac{r^3 (e_i - \mu)}{H} = -\frac{r^2\, \hat e_i}{H}$.
+# 2. **One output, one input.** $\hat e_h = (e_h - \mu)\, r$, a product: by the product rule
+#    $$\frac{\partial \hat e_h}{\partial e_i} = r\Big(\delta_{hi} - \frac1H\Big) + (e_h - \mu)\frac{\partial r}{\partial e_i}
+#      = r\,\delta_{hi} - \frac{r}{H} - \frac{r}{H}\,\hat e_h \hat e_i .$$
+#    Three paths: directly ($r\,\delta_{hi}$), through the mean ($-r/H$), through the spread ($-r \hat e_h \hat e_i/H$).
+# 3. **The chain rule** sums over every output $h$:
+#    $$de_i = \sum_h g_h \frac{\partial \hat e_h}{\partial e_i}
+#      = r\,g_i - \frac{r}{H}\sum_h g_h - \frac{r}{H}\,\hat e_i \sum_h g_h \hat e_h,$$
+#    which is llm.c's compact form, the one minibert's `layernorm_backward` computes:
 #
 # $$de = r\,\big(g - \operatorname{mean}_h(g) - \hat e \odot \operatorname{mean}_h(g \odot \hat e)\big).$$
 #
+# The cell below computes the three paths as three separate arrays, in float64, and checks that their sum equals
+# the compact form, minibert's `layernorm_backward` and finite differences of the forward. The two correction
+# terms are what a naive "divide the gradient by the standard deviation" would miss: the cell prints how much
+# each one contributes.
 # The sum $e$ passes $de$ unchanged to each of its three terms, and a table lookup's gradient is a *scatter-add*:
 # row $W_i$ receives the sum of $de_t$ over every token $t$ with $x_t = i$ (a word used three times gets three
 # contributions). Row $P_t$ receives $de_t$ summed over the batch; row $S_s$ the sum over tokens of segment $s$.
 # As in Hugging Face, the `[PAD]` row of $W$ gets no gradient: padding is not a word to learn.
+
+# %%
+from minibert.layers.layernorm import layernorm_backward, layernorm_forward  # noqa: E402
+
+rng = np.random.default_rng(2)
+e = rng.normal(size=(4, 6))  # (N, H) four tokens' summed embeddings
+gamma, beta, dy = 1 + 0.1 * rng.normal(size=6), rng.normal(size=6), rng.normal(size=(4, 6))  # (H,), (H,), (N, H)
+mu = e.mean(axis=-1, keepdims=True)  # (N, 1)
+r = 1.0 / np.sqrt(((e - mu) ** 2).mean(axis=-1, keepdims=True) + 1e-12)  # (N, 1)
+ehat = (e - mu) * r  # (N, H)
+g = dy * gamma  # (N, H) dL / d ehat
+H_ = e.shape[-1]
+direct = r * g  # (N, H) path 1: e_i moves ehat_i
+through_mean = -r / H_ * g.sum(axis=-1, keepdims=True)  # (N, 1) path 2: e_i moves the mean, which moves every ehat_h
+through_spread = -r / H_ * ehat * (g * ehat).sum(axis=-1, keepdims=True)  # (N, H) path 3: e_i moves r
+de_paths = direct + through_mean + through_spread  # (N, H)
+compact = r * (g - g.mean(axis=-1, keepdims=True) - ehat * (g * ehat).mean(axis=-1, keepdims=True))  # (N, H)
+for name, part in [("direct", direct), ("through the mean", through_mean), ("through the spread", through_spread)]:
+    print(f"path {name:<20} largest entry {float(np.abs(part).max()):.3f}")
+_, ln_cache = layernorm_forward(e, gamma, beta, 1e-12)
+de_mb = layernorm_backward(dy, ln_cache, gamma, np.zeros(6), np.zeros(6))  # (N, H); adds dgamma, dbeta into zeros
+check("LayerNorm de: three paths vs the compact form", de_paths, compact, rtol=1e-12, atol=1e-12)
+check("LayerNorm de: three paths vs minibert's layernorm_backward", de_paths, de_mb, rtol=1e-10, atol=1e-12)
+check("LayerNorm de: three paths vs finite differences", de_paths,
+      numerical_gradient(lambda: float((layernorm_forward(e, gamma, beta, 1e-12)[0] * dy).sum()), e),
+      rtol=1e-6, atol=1e-8)
+print("without the two correction terms, r g alone is off by", f"{float(np.abs(direct - compact).max()):.3f}")
 
 # %% [markdown]
 # ## The code
@@ -423,6 +471,8 @@ print(f"sinusoidal minus learned: {final['sinusoidal'] - final['learned']:+.3f}"
 #
 # - BERT's input vector is word + position + segment, then LayerNorm (and dropout in training).
 # - Without positions a transformer cannot tell word order: shuffled input gives the same vectors, shuffled.
+# - LayerNorm's backward has three paths from each input, directly, through the mean and through the spread:
+#   $de = r\,(g - \operatorname{mean}(g) - \hat e \odot \operatorname{mean}(g \odot \hat e))$.
 # - The backward pass is LayerNorm's backward, then scatter-adds into the three tables (none into [PAD]'s row);
 #   our plain NumPy version equals minibert's layer, finite differences and Hugging Face's `BertEmbeddings`.
 # - Learned and sinusoidal positions both give nearby positions similar vectors.
@@ -440,17 +490,21 @@ print(f"sinusoidal minus learned: {final['sinusoidal'] - final['learned']:+.3f}"
 #    a one-hot matrix product). Repeated ids add up, [PAD]'s row stays zero.
 
 # %%
+from minibert.course import expect  # noqa: E402  (an exercise's check: expected against got)
+
+
 def sinusoidal_table(P, H):
     raise NotImplementedError
 
 
 def test_sinusoidal_table(sinusoidal_table):
     pe = sinusoidal_table(20, 8)
-    assert pe.shape == (20, 8)
-    assert np.allclose(pe[0, 0::2], 0) and np.allclose(pe[0, 1::2], 1)
-    assert np.isclose(pe[3, 2], np.sin(3 / 10000 ** (2 / 8)))
+    expect("sinusoidal_table(20, 8).shape", np.shape(pe), (20, 8))
+    expect("row 0 (position 0: sin 0 = 0, cos 0 = 1)", pe[0], [0, 1, 0, 1, 0, 1, 0, 1], atol=1e-12)
+    expect("pe[3, 2] = sin(3 / 10000^(2/8))", pe[3, 2], np.sin(3 / 10000 ** (2 / 8)), atol=1e-12)
+    expect("pe[3, 3] = cos(3 / 10000^(2/8))", pe[3, 3], np.cos(3 / 10000 ** (2 / 8)), atol=1e-12)
     dots = [pe[p] @ pe[p + 5] for p in range(15)]
-    assert np.allclose(dots, dots[0])
+    expect("PE_p . PE_(p+5) for p = 0..14 (depends on the offset only)", dots, np.full(15, dots[0]), atol=1e-9)
 
 
 exercise(1, sinusoidal_table, "03_embeddings", test_sinusoidal_table)
@@ -472,7 +526,7 @@ def test_layernorm_dx(layernorm_dx):
 
     ehat, rstd = forward()
     numeric = numerical_gradient(lambda: float((forward()[0] * gamma * dy).sum()), e)
-    assert np.allclose(layernorm_dx(dy, ehat, rstd, gamma), numeric, atol=1e-7)
+    expect("layernorm_dx against finite differences", layernorm_dx(dy, ehat, rstd, gamma), numeric, atol=1e-7)
 
 
 exercise(2, layernorm_dx, "03_embeddings", test_layernorm_dx)
@@ -488,14 +542,15 @@ def test_word_table_grad(word_table_grad):
     ids = np.array([[3, 3, 1, 0], [2, 3, 0, 0]])
     de = rng.normal(size=(2, 4, 5))
     g = word_table_grad(ids, de, 6, pad_id=0)
-    assert g.shape == (6, 5)
-    assert np.allclose(g[3], de[0, 0] + de[0, 1] + de[1, 1])
-    assert not g[0].any() and not g[4].any()
+    expect("word_table_grad(...).shape", np.shape(g), (6, 5))
+    expect("row 3 (id 3 three times: the rows add up)", g[3], de[0, 0] + de[0, 1] + de[1, 1], atol=1e-12)
+    expect("row 0 ([PAD]) and row 4 (not in the batch)", g[[0, 4]], np.zeros((2, 5)))
     ids = rng.integers(0, 50, size=(4, 30))  # many repeats, some [PAD]
     de = rng.normal(size=(4, 30, 5))
-    expected = np.zeros((50, 5))
-    scatter_add_rows(expected, ids[ids != 0], de[ids != 0])  # minibert's scatter-add
-    assert np.allclose(word_table_grad(ids, de, 50, pad_id=0), expected)
+    reference = np.zeros((50, 5))
+    scatter_add_rows(reference, ids[ids != 0], de[ids != 0])  # minibert's scatter-add
+    expect("word_table_grad against minibert's scatter-add", word_table_grad(ids, de, 50, pad_id=0), reference,
+           atol=1e-12)
 
 
 exercise(3, word_table_grad, "03_embeddings", test_word_table_grad)

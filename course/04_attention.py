@@ -11,7 +11,7 @@
 # - queries, keys and values, and the split into heads (with the shapes printed at every step);
 # - scaled dot products, the softmax and the padding mask;
 # - the backward pass, derived one step at a time, including the softmax's
-#   $dS = P \odot (dP - \textstyle\sum (dP \odot P))$.
+#   $dS = P \odot (dP - \textstyle\sum (dP \odot P))$ and dropout's.
 
 # %%
 import math
@@ -49,8 +49,11 @@ print("quick mode" if QUICK else "full mode")
 # $e^{S}$ is 0. Dividing by $\sqrt{D}$ keeps the scores' spread near 1 whatever the head size (a dot product of
 # $D$ unit-variance numbers has variance $D$), so the softmax does not saturate at the start of training.
 #
-# Dropout on $P$ is left out of the plain version here: it is off at evaluation time, and its backward is just
-# the same mask applied to the gradient. minibert's layer has it, and we call it with dropout off.
+# In training BERT also applies **dropout** to $P$: each probability is zeroed with probability $p$ (0.1 in
+# BERT) and the survivors are multiplied by $1/(1-p)$ ("inverted" dropout: the expected value stays $P$, so
+# nothing needs rescaling at evaluation time, when dropout is off). With $K$ the 0/1 mask,
+# $\tilde P = P \odot K / (1-p)$ and $C = \tilde P V$. Our functions take the mask as an argument (`keep`), so
+# that the checks can give ours and minibert's the same one; without it they are the plain version.
 #
 # ## The code: forward
 #
@@ -87,7 +90,7 @@ def softmax(s):
     return e / e.sum(axis=-1, keepdims=True)
 
 
-def attention_forward(x, params, additive_mask):
+def attention_forward(x, params, additive_mask, keep=None, p_drop=0.0):
     W = lambda n: params[PREFIX + n + ".weight"]  # noqa: E731
     b = lambda n: params[PREFIX + n + ".bias"]  # noqa: E731
     q = split_heads(x @ W("query").T + b("query"))  # (B, A, T, D)
@@ -96,14 +99,15 @@ def attention_forward(x, params, additive_mask):
     scale = 1.0 / math.sqrt(q.shape[-1])
     s = q @ k.transpose(0, 1, 3, 2) * scale + additive_mask  # (B, A, T, T)
     p = softmax(s)  # (B, A, T, T): row i says how much query i takes from each key
-    out = join_heads(p @ v)  # (B, T, H)
-    return out, (x, q, k, v, p, scale)
+    p_dropped = p if keep is None else p * keep / (1.0 - p_drop)  # (B, A, T, T) dropout: zeros, survivors scaled
+    out = join_heads(p_dropped @ v)  # (B, T, H)
+    return out, (x, q, k, v, p, p_dropped, keep, p_drop, scale)
 
 
 out, cache = attention_forward(x, params, additive_mask)  # (B, T, H)
 
 # The shape walk, printed from the arrays themselves
-_, q, k, v, p, _ = cache
+_, q, k, v, p, *_ = cache
 for name, letters, t in [("x", "B, T, H", x), ("x Wq^T + bq", "B, T, H", x @ params[PREFIX + "query.weight"].T),
                          ("... reshaped", "B, T, A, D", (x @ params[PREFIX + "query.weight"].T).reshape(B, T, A, D)),
                          ("q: heads to the front", "B, A, T, D", q), ("k, v likewise", "B, A, T, D", v),
@@ -143,32 +147,38 @@ plt.show()
 # We are given $dO = \partial L / \partial\,\text{out}$, $(B, T, H)$, and walk the forward backwards.
 #
 # 1. **Join heads** was a reshape: its backward is the inverse reshape, `split_heads(dO)` $\to dC$, $(B, A, T, D)$.
-# 2. **$C = P V$**, a matmul: $dP = dC\,V^\top$ and $dV = P^\top dC$.
-# 3. **Softmax**, row by row. With $p_j = e^{s_j} / \sum_k e^{s_k}$, the Jacobian is
+# 2. **$C = \tilde P V$**, a matmul: $d\tilde P = dC\,V^\top$ and $dV = \tilde P^\top dC$, with the
+#    probabilities *after* dropout, the ones that multiplied $V$.
+# 3. **Dropout** multiplied each entry by a constant, $K/(1-p)$: the gradient goes back through the same
+#    mask **and** the same scale, $dP = d\tilde P \odot K / (1-p)$. (Without dropout, $\tilde P = P$ and this
+#    step does nothing.)
+# 4. **Softmax**, row by row. With $p_j = e^{s_j} / \sum_k e^{s_k}$, the Jacobian is
 #    $\partial p_j / \partial s_i = p_j(\delta_{ij} - p_i)$, so
 #    $ds_i = \sum_j dp_j\, p_j (\delta_{ij} - p_i) = p_i\,(dp_i - \sum_j dp_j p_j)$, i.e.
 #    $$dS = P \odot \big(dP - \textstyle\sum_\text{row}(dP \odot P)\big).$$
 #    One pass, no $(T, T)$ Jacobian per row. The mask was a constant added to $S$: it has no gradient, and a
 #    padded key gets $ds = 0$ because its $p = 0$.
-# 4. **$S = Q K^\top \cdot \text{scale}$**: $dQ = dS\,K \cdot \text{scale}$ and $dK = dS^\top Q \cdot \text{scale}$.
-# 5. **Split heads** was a reshape: `join_heads` brings $dQ, dK, dV$ back to $(B, T, H)$.
-# 6. **The three linear maps** $Y = X W^\top + b$: $dW = \sum_\text{tokens} dY^\top X$,
+# 5. **$S = Q K^\top \cdot \text{scale}$**: $dQ = dS\,K \cdot \text{scale}$ and $dK = dS^\top Q \cdot \text{scale}$.
+# 6. **Split heads** was a reshape: `join_heads` brings $dQ, dK, dV$ back to $(B, T, H)$.
+# 7. **The three linear maps** $Y = X W^\top + b$: $dW = \sum_\text{tokens} dY^\top X$,
 #    $db = \sum_\text{tokens} dY$, and $X$ fed all three, so its gradient is the **sum** of three:
 #    $dX = dQ W_q + dK W_k + dV W_v$.
 
 # %%
 def attention_backward(dout, cache, params):
-    x, q, k, v, p, scale = cache
+    x, q, k, v, p, p_dropped, keep, p_drop, scale = cache
     dctx = split_heads(dout)  # (B, A, T, D)     step 1
-    dp = dctx @ v.transpose(0, 1, 3, 2)  # (B, A, T, T)  step 2
-    dv = p.transpose(0, 1, 3, 2) @ dctx  # (B, A, T, D)
-    ds = p * (dp - (dp * p).sum(axis=-1, keepdims=True))  # (B, A, T, T)  step 3
-    dq = ds @ k * scale  # (B, A, T, D)  step 4
+    dp = dctx @ v.transpose(0, 1, 3, 2)  # (B, A, T, T)  step 2: gradient of the dropped probabilities
+    dv = p_dropped.transpose(0, 1, 3, 2) @ dctx  # (B, A, T, D)
+    if keep is not None:
+        dp = dp * keep / (1.0 - p_drop)  # (B, A, T, T)  step 3: the same mask, the same 1/(1-p)
+    ds = p * (dp - (dp * p).sum(axis=-1, keepdims=True))  # (B, A, T, T)  step 4
+    dq = ds @ k * scale  # (B, A, T, D)  step 5
     dk = ds.transpose(0, 1, 3, 2) @ q * scale  # (B, A, T, D)
     grads, dx = {}, np.zeros_like(x)  # dx (B, T, H)
     for n, dy in (("query", dq), ("key", dk), ("value", dv)):
-        dy = join_heads(dy)  # (B, T, H)          step 5
-        grads[PREFIX + n + ".weight"] = dy.reshape(-1, dy.shape[-1]).T @ x.reshape(-1, x.shape[-1])  # (H, H) step 6
+        dy = join_heads(dy)  # (B, T, H)          step 6
+        grads[PREFIX + n + ".weight"] = dy.reshape(-1, dy.shape[-1]).T @ x.reshape(-1, x.shape[-1])  # (H, H) step 7
         grads[PREFIX + n + ".bias"] = dy.sum(axis=(0, 1))  # (H,)
         dx += dy @ params[PREFIX + n + ".weight"]  # (B, T, H)
     return dx, grads
@@ -226,11 +236,48 @@ print("largest |d key.bias|:", float(np.abs(grads[PREFIX + "key.bias"]).max()))
 # (which works in place, hence the copies):
 
 # %%
-scores = rng.standard_normal((3, T, T))  # (rows, T, T)
-dprobs = rng.standard_normal((3, T, T))  # (rows, T, T)
-probs = softmax_forward(scores.copy())
-check("softmax backward vs finite differences", softmax_backward(dprobs.copy(), probs),
-      numerical_gradient(lambda: float((softmax_forward(scores.copy()) * dprobs).sum()), scores))
+for shape in [(3, T, T), (2, 1, 40)]:  # our small rows, and two rows of 40 keys
+    scores = rng.standard_normal(shape)  # (rows, queries, keys)
+    dprobs = rng.standard_normal(shape)  # (rows, queries, keys)
+    probs = softmax_forward(scores.copy())
+    check(f"softmax backward vs finite differences, {shape}", softmax_backward(dprobs.copy(), probs),
+          numerical_gradient(lambda: float((softmax_forward(scores.copy()) * dprobs).sum()), scores))
+
+# %% [markdown]
+# ### With dropout
+#
+# The checks above ran without dropout, where $\tilde P = P$: a backward that used $P$ where it needs $\tilde P$
+# (in $dV$), or forgot the $1/(1-p)$ (in $dP$), would pass them. So once more with dropout on, $p = 0.1$: minibert's
+# layer draws its mask from the generator it is given, `rng.random(shape, dtype=np.float32) >= p` (minibert/
+# layers/dropout.py); we draw the same mask from a generator with the same seed and hand it to our functions.
+# Finite differences rerun minibert's forward with a fresh generator of that seed each time, so every nudge sees
+# the same mask.
+
+# %%
+P_DROP, SEED = 0.1, 11
+keep = np.random.default_rng(SEED).random((B, A, T, T), dtype=np.float32) >= P_DROP  # (B, A, T, T) survivors
+out_d, cache_d = attention_forward(x, params, additive_mask, keep, P_DROP)
+dx_d, grads_d = attention_backward(G, cache_d, params)
+
+
+def minibert_attention_dropout(x, params):
+    return self_attention_forward(x, params, PREFIX, additive_mask, A, P_DROP, np.random.default_rng(SEED), True)
+
+
+ctx_d_mb, _, cache_d_mb = minibert_attention_dropout(x, params)
+grads_d_mb = {k: np.zeros_like(v) for k, v in params.items()}
+dx_d_mb = self_attention_backward(G.copy(), cache_d_mb, grads_d_mb, PREFIX)
+print(f"dropout zeroed {1 - keep.mean():.1%} of the probabilities")
+check("dropout: output, ours vs minibert", out_d, ctx_d_mb)
+check("dropout: dx, ours vs minibert", dx_d, dx_d_mb)
+for name in params:
+    check(f"dropout: d {name[len(PREFIX):]}, ours vs minibert", grads_d[name], grads_d_mb[name])
+check("dropout: dx, ours vs finite differences", dx_d,
+      numerical_gradient(lambda: float((minibert_attention_dropout(x, params)[0] * G).sum()), x))
+check("dropout: d value.weight, ours vs finite differences", grads_d[PREFIX + "value.weight"],
+      numerical_gradient(lambda: float((minibert_attention_dropout(x, params)[0] * G).sum()),
+                         params[PREFIX + "value.weight"]))
+print("without dropout, the same step would differ by", f"{float(np.abs(dx_d - dx).max()):.2f} in dx")
 
 # %% [markdown]
 # **Against `transformers`.** Its `BertSelfAttention` takes the same Hugging Face parameter names, so the same
@@ -321,7 +368,10 @@ plt.show()
 # - The padding mask is added before the softmax; padded keys get exactly 0 weight and 0 gradient.
 # - The backward is three matmul backwards, one softmax backward $dS = P \odot (dP - \sum dP \odot P)$, and a sum
 #   of three gradients into $X$.
-# - Ours equals minibert's layer, finite differences and `transformers`, gradient by gradient.
+# - Dropout on the probabilities goes back through the same mask and the same $1/(1-p)$, and $dV$ reads the
+#   probabilities after dropout.
+# - Ours equals minibert's layer, finite differences and `transformers`, gradient by gradient, with dropout off
+#   and on.
 #
 # ## Exercises
 #
@@ -329,6 +379,9 @@ plt.show()
 # side (head 0's $D$ features first), without calling this chapter's `join_heads`.
 
 # %%
+from minibert.course import expect  # noqa: E402  (an exercise's check: expected against got)
+
+
 def merge_heads(t):
     raise NotImplementedError
 
@@ -336,9 +389,9 @@ def merge_heads(t):
 def test_merge_heads(merge_heads):
     t = np.arange(2 * 3 * 4 * 5).reshape(2, 3, 4, 5).astype(float)  # (B, A, T, D)
     m = merge_heads(t)
-    assert m.shape == (2, 4, 15)
-    assert np.array_equal(m[1, 2, 5:10], t[1, 1, 2])  # batch 1, token 2: head 1's features come second
-    assert np.array_equal(split_heads_of(m, 3), t)
+    expect("merge_heads((2, 3, 4, 5)).shape", np.shape(m), (2, 4, 15))
+    expect("batch 1, token 2, features 5:10 (head 1's, second)", m[1, 2, 5:10], t[1, 1, 2])
+    expect("split back into heads", split_heads_of(m, 3), t)
 
 
 def split_heads_of(t, heads):
@@ -361,9 +414,10 @@ def causal_mask(T):
 
 def test_causal_mask(causal_mask):
     m = causal_mask(4)
-    assert m.shape == (4, 4)
+    expect("causal_mask(4).shape", np.shape(m), (4, 4))
     p = softmax_forward(np.zeros((1, 4, 4)), m[None])  # (1, T, T) equal scores: uniform over the allowed keys
-    np.testing.assert_allclose(p[0], np.tril(np.ones((4, 4))) / np.arange(1, 5)[:, None])
+    expect("softmax of equal scores under the mask", p[0], np.tril(np.ones((4, 4))) / np.arange(1, 5)[:, None],
+           atol=1e-12)
 
 
 exercise(2, causal_mask, "04_attention", test_causal_mask)
@@ -384,8 +438,8 @@ def test_softmax_jacobian(softmax_jacobian):
     p = softmax(r.standard_normal(6))  # (T,)
     dp = r.standard_normal(6)  # (T,)
     J = softmax_jacobian(p)
-    assert J.shape == (6, 6)
-    np.testing.assert_allclose(J @ dp, softmax_backward(dp[None].copy(), p[None])[0], atol=1e-12)
+    expect("softmax_jacobian(p).shape", np.shape(J), (6, 6))
+    expect("J dp against softmax_backward", J @ dp, softmax_backward(dp[None].copy(), p[None])[0], atol=1e-12)
 
 
 exercise(3, softmax_jacobian, "04_attention", test_softmax_jacobian)

@@ -40,8 +40,9 @@ print("quick mode" if QUICK else "full mode")
 # $$\mathrm{GELU}(x) = x\,\Phi(x) = \tfrac{x}{2}\big(1 + \mathrm{erf}(x/\sqrt2)\big),\qquad
 #   \mathrm{GELU}'(x) = \Phi(x) + x\,\varphi(x),\quad \varphi(x) = e^{-x^2/2}/\sqrt{2\pi}.$$
 #
-# It is smooth everywhere, lets small negative inputs through a little, and its derivative overshoots 1 just
-# above 0. Because erf was slow on early GPUs, GPT-2 and others use the tanh approximation
+# It is smooth everywhere and lets small negative inputs through a little. Its derivative is $\tfrac12$ at 0
+# (half of a small input gets through), rises past 1 and peaks where $\mathrm{GELU}''(x) = \varphi(x)(2 - x^2)$
+# is 0, at $x = \sqrt2$, with $\mathrm{GELU}'(\sqrt2) \approx 1.129$, then settles back to 1 for large $x$. Because erf was slow on early GPUs, GPT-2 and others use the tanh approximation
 # $\tfrac{x}{2}\big(1 + \tanh(\sqrt{2/\pi}\,(x + 0.044715\,x^3))\big)$ (`gelu_new`); BERT uses the exact one.
 
 # %%
@@ -94,15 +95,15 @@ print(f"smallest GELU value: {gelu(xs).min():.4f} at x = {xs[gelu(xs).argmin()]:
 
 # %%
 use_numba_gelu(False)
+check("GELU float64: minibert vs math.erf", gelu_forward(wide)[0], gelu(wide), rtol=1e-12, atol=1e-12)
+check("GELU float32: minibert vs math.erf", gelu_forward(wide.astype(np.float32))[0], gelu(wide),
+      rtol=1e-6, atol=1e-6)
 for dtype in (np.float32, np.float64):
     diff = np.abs(gelu_forward(wide.astype(dtype))[0] - gelu(wide))  # (N,)
     worst = gelu(wide[diff.argmax()])
     print(f"minibert's GELU in {np.dtype(dtype).name}: largest difference from exact erf {diff.max():.2e} "
           f"at x = {wide[diff.argmax()]:+.2f}, where GELU = {worst:.3f} and {np.dtype(dtype).name} numbers are "
           f"{np.spacing(dtype(worst)):.1e} apart")
-check("GELU float64: minibert vs math.erf", gelu_forward(wide)[0], gelu(wide), rtol=1e-12, atol=1e-12)
-check("GELU float32: minibert vs math.erf", gelu_forward(wide.astype(np.float32))[0], gelu(wide),
-      rtol=1e-6, atol=1e-6)
 
 # %% [markdown]
 # ## The feed-forward block
@@ -239,8 +240,8 @@ plt.show()
 # %% [markdown]
 # ## The whole layer, forward and backward
 #
-# BERT's (post-LN) layer, with dropout left out (it is off at evaluation time; in training its backward just
-# applies the same mask to the gradient):
+# BERT's (post-LN) layer, with dropout left out (it is off at evaluation time; in training its backward
+# multiplies the gradient by the same mask and the same $1/(1-p)$ scale as the forward, chapter 4):
 #
 # $$h = \mathrm{LN}_1\big(x + \mathrm{Attention}(x)\,W_o^\top + b_o\big),\qquad
 #   \text{out} = \mathrm{LN}_2\big(h + \mathrm{FFN}(h)\big).$$
@@ -398,14 +399,18 @@ if torch is not None:
 # minibert's `gelu_tanh_backward`.
 
 # %%
+from minibert.course import expect  # noqa: E402  (an exercise's check: expected against got)
+
+
 def gelu_tanh_derivative(x):
     raise NotImplementedError
 
 
 def test_gelu_tanh_derivative(gelu_tanh_derivative):
     x = np.linspace(-5, 5, 101)  # (N,)
-    expected = gelu_tanh_backward(np.ones_like(x), gelu_tanh_forward(x)[1])
-    np.testing.assert_allclose(gelu_tanh_derivative(x), expected, rtol=1e-10, atol=1e-12)
+    reference = gelu_tanh_backward(np.ones_like(x), gelu_tanh_forward(x)[1])
+    expect("gelu_tanh_derivative on [-5, 5] against gelu_tanh_backward", gelu_tanh_derivative(x), reference,
+           rtol=1e-10, atol=1e-12)
 
 
 exercise(1, gelu_tanh_derivative, "05_encoder_layer", test_gelu_tanh_derivative)
@@ -414,7 +419,8 @@ exercise(1, gelu_tanh_derivative, "05_encoder_layer", test_gelu_tanh_derivative)
 # %% [markdown]
 # **2. RMSNorm's backward.** LLaMA and T5 replace LayerNorm with RMSNorm, which skips the mean:
 # $y = \gamma \odot x / \sqrt{\overline{x^2} + \epsilon}$. Write `rmsnorm_backward(dy, x, w, eps)` returning
-# $dx$. (Follow LayerNorm's derivation with $\mu = 0$; the test uses finite differences.)
+# $dx$. (Follow chapter 3's derivation of LayerNorm's backward with $\mu = 0$: one path fewer; the test uses
+# finite differences.)
 
 # %%
 def rmsnorm_backward(dy, x, w, eps):
@@ -427,7 +433,8 @@ def test_rmsnorm_backward(rmsnorm_backward):
 
     def loss():
         return float((w * x / np.sqrt((x * x).mean(axis=-1, keepdims=True) + 1e-6) * dy).sum())
-    np.testing.assert_allclose(rmsnorm_backward(dy, x, w, 1e-6), numerical_gradient(loss, x), atol=1e-7)
+    expect("rmsnorm_backward against finite differences", rmsnorm_backward(dy, x, w, 1e-6),
+           numerical_gradient(loss, x), atol=1e-7)
 
 
 exercise(2, rmsnorm_backward, "05_encoder_layer", test_rmsnorm_backward)
@@ -453,8 +460,10 @@ def test_relu_ffn_backward(relu_ffn_backward):
     _, c2 = lf(g, w2, b2)  # (B, T, H)
     dw1, db1, dw2, db2 = np.zeros_like(w1), np.zeros_like(b1), np.zeros_like(w2), np.zeros_like(b2)
     dh = lb(relu_backward(lb(dy, c2, w2, dw2, db2), c_relu), c1, w1, dw1, db1)
-    for mine, ref in zip(relu_ffn_backward(dy, h, w1, b1, w2), (dh, dw1, db1, dw2)):
-        np.testing.assert_allclose(mine, ref, rtol=1e-10, atol=1e-12)
+    got = relu_ffn_backward(dy, h, w1, b1, w2)
+    expect("relu_ffn_backward returns 4 arrays", len(got), 4)
+    for name, mine, ref in zip(("dh", "dw1", "db1", "dw2"), got, (dh, dw1, db1, dw2)):
+        expect(f"{name} against minibert's linear and relu layers", mine, ref, rtol=1e-10, atol=1e-12)
 
 
 exercise(3, relu_ffn_backward, "05_encoder_layer", test_relu_ffn_backward)

@@ -11,9 +11,15 @@
 #   shown on real Wikipedia sentences and checked by its statistics against minibert's masker;
 # - the MLM loss (cross-entropy over the masked positions only), forward and backward, checked against
 #   minibert's loss layer, finite differences and `torch`;
+# - the training step: the MLM head with its tied word table, forward and backward, AdamW, and a loop of thirty
+#   lines that takes the same 50 steps as minibert's training, loss for loss;
 #
-# and then you will pre-train a small BERT for a few steps with minibert's own training loop, draw its curve,
-# and ask it to fill in blanks.
+# and then you will pre-train a small BERT with minibert's own training loop, draw its curve, and ask it to fill
+# in blanks.
+#
+# In full mode the chapter takes about a minute and a half on two idle CPU cores, several times that on a busy
+# machine (8 minutes measured with other jobs running); most of it is the 400-step run near its end. Quick mode
+# (`MINIBERT_COURSE_QUICK=1`) takes well under half a minute.
 
 # %%
 import json
@@ -72,9 +78,13 @@ print(f"{len(texts)} of the corpus's {len(summaries):,} summaries, ids {ids.shap
 
 # %% [markdown]
 # The recipe, for one sequence with $n$ maskable tokens: choose $k = \max(1, \mathrm{round}(p\,n))$ of them at
-# random ($p = 0.15$), as google-research/bert's data script does. Then draw one uniform number $u$ per
-# chosen position: $u < 0.8$ gives `[MASK]`, $0.8 \le u < 0.9$ a random ordinary token, $u \ge 0.9$ keeps the
-# token. The **labels** hold the original token at each chosen position and $-100$ everywhere else (the value
+# random ($p = 0.15$), the count minibert's `Masker` uses. google-research/bert's data script
+# (`create_pretraining_data.py`) counts slightly differently: it takes $k$ from the length of the whole sequence,
+# `[CLS]` and `[SEP]` included, and caps it,
+# $k = \min(\text{max\_predictions\_per\_seq}, \max(1, \mathrm{round}(p \cdot \text{len(tokens)})))$ (20 per
+# sequence of 128 in its README's example); the specials still count only in $k$, never as targets. Then draw
+# one uniform number $u$ per chosen position: $u < 0.8$ gives `[MASK]`, $0.8 \le u < 0.9$ a random ordinary
+# token, $u \ge 0.9$ keeps the token. The **labels** hold the original token at each chosen position and $-100$ everywhere else (the value
 # the loss skips, as in Hugging Face).
 
 # %%
@@ -334,6 +344,272 @@ nsp_shapes = {k: v for k, v in BertForPreTraining(config).param_shapes().items()
 print("BertForPreTraining's NSP head:", nsp_shapes)
 
 # %% [markdown]
+# ## The training step, by hand
+#
+# `pretrain()` below repeats one step: mask a batch, run the model forward, take the loss, run the backward,
+# clip the gradient, update every weight with AdamW. Chapters 3 to 5 rebuilt the encoder's forward and backward,
+# and the loss is above; three pieces are left, and we write them here: the MLM head with its tied word table,
+# AdamW, and the loop. Then 50 steps of our loop run beside minibert's own step, from the same weights on the
+# same batches with the same masks, and the losses are compared step by step.
+#
+# ### The MLM head, and one matrix with two gradients
+#
+# At the $M$ chosen positions the head turns the encoder's last vectors $h$ $(M, H)$ into $V$ scores:
+#
+# $$t = h W_t^\top + b_t, \quad a = \mathrm{GELU}(t), \quad n = \mathrm{LayerNorm}(a), \quad z = n E^\top + b$$
+#
+# $E$ $(V, H)$ is not a matrix of its own: it is the **word-embedding table** of chapter 3, the one that turned
+# ids into vectors at the bottom of the model, now read backwards to turn vectors into scores (the weights are
+# *tied*, Press and Wolf 2017, as in BERT). So $E$ is used twice in one step, and its gradient is the sum of two
+# contributions:
+#
+# - from the decoder at the top, $\partial L / \partial E = dz^\top n$, a dense $(V, H)$ matrix: every word's
+#   row gets a push, the labels' rows up and the others down;
+# - from the lookup at the bottom, the rows of the ids in the batch, each the gradient of its embedding
+#   (chapter 3's scatter-add).
+#
+# Both must end up in **one** gradient array, which AdamW then applies once: a model that kept the decoder's
+# share in an array of its own, or dropped it, would train the table for one of its two uses only. Below, the
+# head adds its share first and the encoder's backward adds the lookup's rows on top. The rest of the backward is the chain rule through the pieces of
+# chapters 3 to 5, in reverse order: the linear layers ($dn = dz\,E$, $dW_t = dt^\top h$, $dh = dt\,W_t$), the
+# LayerNorm formula derived in chapter 3, and GELU's derivative from chapter 5.
+
+# %%
+from minibert.layers.activations import gelu_backward, gelu_forward  # noqa: E402
+from minibert.layers.heads import mlm_head_backward as minibert_head_backward  # noqa: E402
+from minibert.layers.heads import mlm_head_forward as minibert_head_forward  # noqa: E402
+
+WORDS = "bert.embeddings.word_embeddings.weight"  # (V, H): the input table, and the decoder
+HEAD = "cls.predictions."
+
+
+def head_forward(h, p, eps=config.layer_norm_eps):
+    # h (M, H): the encoder's last vectors at the chosen positions
+    t = h @ p[HEAD + "transform.dense.weight"].T + p[HEAD + "transform.dense.bias"]  # (M, H)
+    a, dgelu = gelu_forward(t)  # (M, H), and GELU'(t) for the backward
+    mu = a.mean(axis=-1, keepdims=True)  # (M, 1)
+    rstd = 1.0 / np.sqrt(((a - mu) ** 2).mean(axis=-1, keepdims=True) + eps)  # (M, 1)
+    ahat = (a - mu) * rstd  # (M, H)
+    n = ahat * p[HEAD + "transform.LayerNorm.weight"] + p[HEAD + "transform.LayerNorm.bias"]  # (M, H)
+    logits = n @ p[WORDS].T + p[HEAD + "bias"]  # (M, V): the word table, read as the decoder
+    return logits, (h, dgelu, ahat, rstd, n)
+
+
+def head_backward(dlogits, cache, p, g):
+    # dlogits (M, V) -> dh (M, H); the parameters' gradients are ADDED into g
+    h, dgelu, ahat, rstd, n = cache
+    g[WORDS] += dlogits.T @ n  # (V, H) the decoder's share; the embedding lookup adds its rows later
+    g[HEAD + "bias"] += dlogits.sum(axis=0)  # (V,)
+    dn = dlogits @ p[WORDS]  # (M, H)
+    g[HEAD + "transform.LayerNorm.weight"] += (dn * ahat).sum(axis=0)  # (H,)
+    g[HEAD + "transform.LayerNorm.bias"] += dn.sum(axis=0)  # (H,)
+    dhat = dn * p[HEAD + "transform.LayerNorm.weight"]  # (M, H) gradient with respect to ahat
+    da = rstd * (dhat - dhat.mean(axis=-1, keepdims=True)
+                 - ahat * (dhat * ahat).mean(axis=-1, keepdims=True))  # (M, H) chapter 3's LayerNorm backward
+    dt = gelu_backward(da, dgelu)  # (M, H)
+    g[HEAD + "transform.dense.weight"] += dt.T @ h  # (H, H)
+    g[HEAD + "transform.dense.bias"] += dt.sum(axis=0)  # (H,)
+    return dt @ p[HEAD + "transform.dense.weight"]  # (M, H)
+
+
+# %% [markdown]
+# **The check.** On float64 copies of a fresh model's weights, our head against minibert's
+# (minibert/layers/heads.py): the logits, the gradient that flows down, and every parameter's gradient.
+
+# %%
+assert config.mlm_head_act == "gelu", config.mlm_head_act  # the head above is BERT's, with exact GELU
+head_model = BertForMaskedLM(config, seed=1, dtype=np.float64)
+p64 = head_model.params
+rng = np.random.default_rng(7)
+h_small = rng.standard_normal((5, config.hidden_size))  # (M, H)
+dlogits_small = rng.standard_normal((5, V)) / 5  # (M, V)
+ours_logits, ours_cache = head_forward(h_small, p64)
+ours_grads = {k: np.zeros_like(a) for k, a in p64.items()}
+ours_dh = head_backward(dlogits_small, ours_cache, p64, ours_grads)
+theirs_logits, theirs_cache = minibert_head_forward(h_small, p64, "bert.", config)
+head_model.zero_grad()
+theirs_dh = minibert_head_backward(dlogits_small, theirs_cache, p64, head_model.grads, "bert.", config)
+check("MLM head logits: ours vs minibert", ours_logits, theirs_logits, rtol=1e-10, atol=1e-10)
+check("MLM head dh: ours vs minibert", ours_dh, theirs_dh, rtol=1e-10, atol=1e-10)
+for name in [WORDS] + [k for k in p64 if k.startswith(HEAD)]:
+    check(f"d {name.removeprefix('bert.embeddings.')}: ours vs minibert", ours_grads[name],
+          head_model.grads[name], rtol=1e-10, atol=1e-10)
+
+# %% [markdown]
+# ### AdamW
+#
+# Plain gradient descent moves every weight by $\eta\,g$. Adam (Kingma and Ba, 2015) keeps two running
+# averages per weight, of the gradient $m$ and of its square $v$, and moves each weight by $\eta\, m/\sqrt{v}$:
+# about $\eta$ per step whatever the gradient's scale, smaller where the gradient's sign keeps changing. At step
+# $t$ (counting from 1), with $g$ the gradient:
+#
+# $$m \leftarrow \beta_1 m + (1 - \beta_1)\, g, \qquad v \leftarrow \beta_2 v + (1 - \beta_2)\, g^2,$$
+# $$\hat m = \frac{m}{1 - \beta_1^t}, \qquad \hat v = \frac{v}{1 - \beta_2^t}, \qquad
+#   w \leftarrow w - \eta\, \frac{\hat m}{\sqrt{\hat v} + \epsilon}.$$
+#
+# - **Bias correction.** $m$ and $v$ start at 0, so early on they are averages of too few terms, pulled towards
+#   0: after one step $m = (1 - \beta_1) g$, a tenth of $g$. Dividing by $1 - \beta^t$ undoes exactly that
+#   shrinkage (after one step $\hat m = g$, $\hat v = g^2$), and fades to 1 as $t$ grows.
+# - **Decoupled weight decay** (Loshchilov and Hutter, 2019, the "W"). Adding $\lambda w$ to the gradient, as L2
+#   regularisation does, would send it through $m / \sqrt{v}$ too, and a weight with large gradients would
+#   hardly be decayed. AdamW shrinks the weight directly, $w \leftarrow w (1 - \eta \lambda)$, outside the
+#   moments. BERT decays neither biases nor LayerNorm weights.
+#
+# `torch.optim.AdamW` and minibert's (minibert/optim.py) shrink first, then take the Adam step; so do we.
+
+# %%
+def decays(name):
+    return not (name.endswith("bias") or "LayerNorm" in name)  # BERT's rule: no decay for biases and LayerNorm
+
+
+def adamw_step(params, grads, m, v, t, lr, betas=(0.9, 0.999), eps=1e-6, weight_decay=0.01):
+    # one update of every array of params, in place; m and v: the moments, t: this step's number (from 1)
+    b1, b2 = betas
+    for name, w in params.items():
+        g = grads[name]
+        if decays(name):
+            w *= 1.0 - lr * weight_decay  # decoupled: the decay never enters m or v
+        m[name] = b1 * m[name] + (1 - b1) * g
+        v[name] = b2 * v[name] + (1 - b2) * g * g
+        m_hat = m[name] / (1 - b1 ** t)  # bias correction: m and v started at 0
+        v_hat = v[name] / (1 - b2 ** t)
+        w -= lr * m_hat / (np.sqrt(v_hat) + eps)
+
+
+# %% [markdown]
+# **The check.** Ten steps on two small arrays (a weight that decays and a bias that does not) with made-up
+# gradients, against minibert's `AdamW` and, where torch is installed, `torch.optim.AdamW` (its bias in a group
+# without weight decay).
+
+# %%
+from minibert.optim import AdamW, clip_grad_norm, linear_warmup_decay  # noqa: E402
+
+rng = np.random.default_rng(8)
+start = {"dense.weight": rng.standard_normal((4, 3)), "dense.bias": rng.standard_normal(4)}  # (4, 3), (4,)
+gradients = [{k: rng.standard_normal(a.shape) for k, a in start.items()} for _ in range(10)]
+lrs = [0.1 * (1 - s / 10) for s in range(10)]  # a decaying rate: every step uses its own
+ours_w = {k: a.copy() for k, a in start.items()}
+ours_m = {k: np.zeros_like(a) for k, a in start.items()}
+ours_v = {k: np.zeros_like(a) for k, a in start.items()}
+mb_w = {k: a.copy() for k, a in start.items()}
+mb_g = {k: np.zeros_like(a) for k, a in start.items()}
+mb_opt = AdamW(mb_w, mb_g, lr=0.1, weight_decay=0.1, eps=1e-6)
+for s in range(10):
+    for k in start:
+        mb_g[k][...] = gradients[s][k]
+    adamw_step(ours_w, gradients[s], ours_m, ours_v, s + 1, lrs[s], weight_decay=0.1)
+    mb_opt.step(lrs[s])
+for k in start:
+    check(f"AdamW, 10 steps, {k}: ours vs minibert", ours_w[k], mb_w[k], rtol=1e-12, atol=1e-12)
+torch = torch_or_none()
+if torch is not None:
+    tw = {k: torch.tensor(a, requires_grad=True) for k, a in start.items()}
+    t_opt = torch.optim.AdamW([{"params": [tw["dense.weight"]], "weight_decay": 0.1},
+                               {"params": [tw["dense.bias"]], "weight_decay": 0.0}], lr=0.1, eps=1e-6)
+    for s in range(10):
+        for group in t_opt.param_groups:
+            group["lr"] = lrs[s]
+        for k in start:
+            tw[k].grad = torch.tensor(gradients[s][k])
+        t_opt.step()
+    for k in start:
+        check(f"AdamW, 10 steps, {k}: ours vs torch", ours_w[k], tw[k].detach().numpy(), rtol=1e-12, atol=1e-12)
+
+# %% [markdown]
+# ### The loop
+#
+# One step: zero the gradients (every backward *adds* into them), the encoder forward (chapters 3 to 5,
+# minibert's), our head and loss, our head's backward, the encoder's backward (which adds the lookup's rows into
+# the word table's gradient, next to the decoder's share), the global gradient norm clipped to 1 (one large
+# gradient must not throw the weights far), and AdamW at this step's learning rate: a linear warmup to the peak,
+# then a linear decay to 0, as minibert trains. Dropout stays on: our model and minibert's draw their masks from
+# generators with the same seed, in the same order, so they drop the same units.
+
+# %%
+def train_by_hand(model, batches, peak_lr=1e-3, warmup=5, clip=1.0):
+    params, grads, steps = model.params, model.grads, len(batches)
+    m = {k: np.zeros_like(a) for k, a in params.items()}  # AdamW's moments, one pair per weight array
+    v = {k: np.zeros_like(a) for k, a in params.items()}
+    losses = []
+    for step, (masked_ids, labels, attention_mask) in enumerate(batches):
+        model.zero_grad()
+        x = model.bert.forward(masked_ids, attention_mask=attention_mask).last_hidden_state  # (B, T, H)
+        B, T, H = x.shape
+        chosen = np.flatnonzero(labels.reshape(-1) != IGNORE_INDEX)  # (M,) flat positions of the targets
+        logits, head_cache = head_forward(x.reshape(B * T, H)[chosen], params)  # (M, V)
+        loss, loss_cache = mlm_loss_forward(logits, labels.reshape(-1)[chosen])
+        dh = head_backward(mlm_loss_backward(loss_cache), head_cache, params, grads)  # (M, H)
+        dx = np.zeros((B * T, H))  # (B*T, H) the unchosen positions get no gradient from the loss
+        dx[chosen] = dh
+        model.bert.backward(dx.reshape(B, T, H))  # adds into grads, the word table's rows included
+        norm = np.sqrt(sum((g * g).sum() for g in grads.values()))  # the global gradient norm
+        if clip / (norm + 1e-6) < 1:
+            for g in grads.values():
+                g *= clip / (norm + 1e-6)
+        lr = peak_lr * min(step / warmup, (steps - step) / (steps - warmup))  # warmup, then linear decay
+        adamw_step(params, grads, m, v, step + 1, lr)
+        losses.append(loss)
+    return losses
+
+
+def minibert_steps(model, batches, peak_lr=1e-3, warmup=5, clip=1.0):
+    optimizer = AdamW(model.params, model.grads, lr=peak_lr, weight_decay=0.01, eps=1e-6)
+    losses = []
+    for step, (masked_ids, labels, attention_mask) in enumerate(batches):
+        model.zero_grad()
+        out = model(masked_ids, attention_mask=attention_mask, labels=labels)
+        model.backward()
+        clip_grad_norm(model.grads, clip)
+        optimizer.step(linear_warmup_decay(step, peak_lr, warmup, len(batches)))
+        losses.append(out.loss)
+    return losses
+
+
+# %% [markdown]
+# **The check.** Both models start from the same weights (the same seed), in float64 so that the comparison
+# is not blurred by rounding; the batches are 8 rows of our Wikipedia summaries, masked by `mask_tokens` once,
+# before either loop runs. minibert's model normally runs its last layer at the chosen positions only and then
+# draws fewer dropout numbers; that shortcut is turned off (`sparse_last_layer = False`) so that both draw the
+# same masks. Quick mode runs 10 steps.
+
+# %%
+import time  # noqa: E402
+
+steps_by_hand = quick(50, 10)
+rng = np.random.default_rng(9)
+batches = []
+for s in range(steps_by_hand):
+    rows = slice(8 * s % len(ids), 8 * s % len(ids) + 8)  # (B,) = 8 sequences of the summaries
+    masked_s, labels_s = mask_tokens(ids[rows], maskable[rows], rng)
+    batches.append((masked_s, labels_s, (ids[rows] != tokenizer.pad_token_id).astype(np.int64)))
+t0 = time.perf_counter()
+losses_by_hand = train_by_hand(BertForMaskedLM(config, seed=0, dtype=np.float64).train(), batches)
+t1 = time.perf_counter()
+reference = BertForMaskedLM(config, seed=0, dtype=np.float64).train()
+reference.sparse_last_layer = False
+losses_minibert = minibert_steps(reference, batches)
+print(f"{steps_by_hand} steps by hand in {t1 - t0:.1f} s, minibert's in {time.perf_counter() - t1:.1f} s")
+for s in sorted({0, 1, 2, steps_by_hand // 2, steps_by_hand - 1}):
+    print(f"step {s + 1:>3}: loss by hand {losses_by_hand[s]:.10f}   minibert {losses_minibert[s]:.10f}")
+check(f"losses of {steps_by_hand} training steps: by hand vs minibert", losses_by_hand, losses_minibert,
+      rtol=1e-9, atol=1e-9)
+
+fig, ax = plt.subplots(figsize=(7, 3))
+ax.plot(range(1, steps_by_hand + 1), losses_minibert, lw=4, alpha=0.4, label="minibert's step")
+ax.plot(range(1, steps_by_hand + 1), losses_by_hand, "k.", label="the step by hand")
+ax.set_xlabel("step")
+ax.set_ylabel("MLM loss")
+ax.set_title(f"{steps_by_hand} steps of the tiny BERT: the hand-written loop and minibert's, step for step")
+ax.legend()
+plt.show()
+
+# %% [markdown]
+# The two curves are one: with the same weights, batches and masks, our thirty lines of loop take the steps
+# minibert's training takes. `pretrain()` adds what a real run needs around them (a stream of packed
+# sequences, fresh masks at each step, held-out evaluation, checkpoints, a time budget), and is what we use
+# next.
+
+# %% [markdown]
 # ## A short pre-training run
 #
 # Now the real thing, with minibert's own loop (`minibert/training/pretrain.py`): `pretrain(PretrainSettings(...))`
@@ -352,8 +628,8 @@ print("BertForPreTraining's NSP head:", nsp_shapes)
 from minibert.training.pretrain import pretrain  # noqa: E402
 
 run_root = Path(tempfile.mkdtemp(prefix="minibert-course-06-"))
-settings = PretrainSettings(config=quick("mini", "tiny"), steps=quick(1500, 40), eval_every=quick(150, 20),
-                            save_every=quick(500, 40), log_every=quick(10, 5), eval_examples=quick(512, 64),
+settings = PretrainSettings(config=quick("mini", "tiny"), steps=quick(400, 40), eval_every=quick(50, 20),
+                            save_every=quick(400, 40), log_every=quick(10, 5), eval_examples=quick(512, 64),
                             runs_dir=str(run_root), name="short", plot=False, quiet=True)
 summary = pretrain(settings)
 run = Path(summary["run"])
@@ -456,6 +732,9 @@ shutil.rmtree(run_root)  # this chapter's run was a temporary one: its checkpoin
 #   both sides of the context; the labels are $-100$ everywhere else.
 # - The loss is a cross-entropy over the chosen positions only; its gradient is (softmax $-$ one-hot) $/ M$ at
 #   those rows and 0 elsewhere. minibert's decoder runs at those rows alone.
+# - The MLM head's decoder is the word-embedding table itself: its gradient is the decoder's dense share plus
+#   the lookup's rows, in one array. AdamW moves each weight by its bias-corrected $\hat m / \sqrt{\hat v}$ and
+#   shrinks the decayed ones outside the moments; with those, thirty lines of loop take minibert's steps exactly.
 # - NSP, BERT's second task, was dropped by RoBERTa; minibert's `objective` switch has it (`mlm+nsp`) and
 #   ALBERT's sentence order (`mlm+sop`), with RoBERTa's `mlm` as the default.
 # - A small model first predicts the unigram distribution (the frequent-word plateau), then learns to use the
@@ -469,23 +748,29 @@ shutil.rmtree(run_root)  # this chapter's run was a temporary one: its checkpoin
 # `(masked, labels)` as `mask_tokens` does.
 
 # %%
+from minibert.course import expect  # noqa: E402  (an exercise's check: expected against got)
+
+
 def mask_bernoulli(ids, maskable, rng, p=0.15):
     raise NotImplementedError
 
 
 def test_mask_bernoulli(mask_bernoulli):
     masked_b, labels_b = mask_bernoulli(ids, maskable, np.random.default_rng(3), p=0.15)
-    chosen = labels_b != IGNORE_INDEX
+    chosen = labels_b != IGNORE_INDEX  # (B, T)
     n = chosen.sum()
-    assert masked_b.shape == ids.shape and labels_b.shape == ids.shape
-    assert not (chosen & ~maskable).any(), "a special or padding token was chosen"
-    assert (labels_b[chosen] == ids[chosen]).all(), "labels must hold the original tokens"
-    assert (masked_b[~chosen] == ids[~chosen]).all(), "unchosen tokens must stay as they are"
-    assert abs(n / maskable.sum() - 0.15) < 4 * np.sqrt(0.15 * 0.85 / maskable.sum())
-    assert abs((masked_b[chosen] == tokenizer.mask_token_id).mean() - 0.8) < 4 * np.sqrt(0.16 / n)
-    assert abs((masked_b[chosen] == ids[chosen]).mean() - 0.1) < 4 * np.sqrt(0.09 / n) + 0.001
-    counts = chosen.sum(axis=1)
-    assert counts.min() != counts.max(), "the number of targets should vary from sequence to sequence"
+    expect("shapes of (masked, labels)", (np.shape(masked_b), np.shape(labels_b)), (ids.shape, ids.shape))
+    expect("special or padding tokens chosen", int((chosen & ~maskable).sum()), 0)
+    expect("labels at the chosen positions (the original tokens)", labels_b[chosen], ids[chosen])
+    expect("unchosen tokens (unchanged)", masked_b[~chosen], ids[~chosen])
+    expect("chosen / maskable", n / maskable.sum(), 0.15, atol=4 * np.sqrt(0.15 * 0.85 / maskable.sum()))
+    expect("[MASK] / chosen", (masked_b[chosen] == tokenizer.mask_token_id).mean(), 0.8, atol=4 * np.sqrt(0.16 / n))
+    expect("kept / chosen", (masked_b[chosen] == ids[chosen]).mean(), 0.1, atol=4 * np.sqrt(0.09 / n) + 0.001)
+    # Bernoulli: each token draws its own coin, so a sequence's number of targets changes with the random numbers
+    # (a binomial count); choosing exactly k = round(p n) gives every sequence the same count whatever the seed.
+    _, labels_other = mask_bernoulli(ids, maskable, np.random.default_rng(4), p=0.15)
+    changed = (chosen.sum(axis=1) != (labels_other != IGNORE_INDEX).sum(axis=1)).mean()
+    expect("share of sequences whose number of targets changes with the seed, above 0.3", bool(changed > 0.3), True)
 
 
 exercise(1, mask_bernoulli, "06_pretraining", test_mask_bernoulli)
@@ -502,12 +787,14 @@ def masked_accuracy(logits, labels):
 
 def test_masked_accuracy(masked_accuracy):
     z = np.array([[2.0, 0.0, 1.0], [0.0, 3.0, 1.0], [5.0, 0.0, 0.0], [0.0, 0.0, 9.0]])  # (4, 3)
-    assert np.isclose(masked_accuracy(z, np.array([0, 2, 0, 2])), 0.75)
-    assert np.isclose(masked_accuracy(z, np.array([0, 2, IGNORE_INDEX, 1])), 1 / 3)
-    assert masked_accuracy(z, np.array([IGNORE_INDEX, 1, IGNORE_INDEX, IGNORE_INDEX])) == 1.0
+    expect("masked_accuracy(z, [0, 2, 0, 2])", masked_accuracy(z, np.array([0, 2, 0, 2])), 0.75, atol=1e-12)
+    expect("masked_accuracy(z, [0, 2, -100, 1])", masked_accuracy(z, np.array([0, 2, IGNORE_INDEX, 1])), 1 / 3,
+           atol=1e-12)
+    expect("masked_accuracy(z, [-100, 1, -100, -100])",
+           masked_accuracy(z, np.array([IGNORE_INDEX, 1, IGNORE_INDEX, IGNORE_INDEX])), 1.0)
     big = np.random.default_rng(4).standard_normal((200, 7))
     y = np.where(np.arange(200) % 3 == 0, big.argmax(-1), IGNORE_INDEX)
-    assert masked_accuracy(big, y) == 1.0
+    expect("every labelled row right", masked_accuracy(big, y), 1.0)
 
 
 exercise(2, masked_accuracy, "06_pretraining", test_masked_accuracy)
@@ -528,11 +815,10 @@ def test_unigram_bias(unigram_bias):
     from minibert.training.pretrain import unigram_log_probs
     counts = np.bincount(ids[maskable], minlength=V)  # (V,) token counts of our summaries
     bias = unigram_bias(counts, tokenizer.all_special_ids)
-    assert bias.shape == (V,) and np.isfinite(bias).all()
-    np.testing.assert_allclose(np.exp(bias).sum(), 1.0, rtol=1e-9)
-    np.testing.assert_allclose(bias, unigram_log_probs(counts, tokenizer.all_special_ids), rtol=1e-9)
-    top = counts.argmax()
-    assert bias.argmax() == top, f"the most frequent token ({tokenizer.convert_ids_to_tokens(int(top))}) first"
+    expect("unigram_bias(...).shape", np.shape(bias), (V,))
+    expect("sum of exp(bias) (a distribution)", np.exp(bias).sum(), 1.0, rtol=1e-9)
+    expect("unigram_bias against minibert's unigram_log_probs", bias,
+           unigram_log_probs(counts, tokenizer.all_special_ids), rtol=1e-9)
 
 
 exercise(3, unigram_bias, "06_pretraining", test_unigram_bias)

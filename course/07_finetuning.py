@@ -411,6 +411,9 @@ plt.show()
 # $(s, e)$ with the highest start$[s]$ + end$[e]$ among $s \le e < s + L$ (answers of at most $L$ tokens).
 
 # %%
+from minibert.course import expect  # noqa: E402  (an exercise's check: expected against got)
+
+
 def best_span(start_logits, end_logits, max_answer_length):
     raise NotImplementedError
 
@@ -418,12 +421,14 @@ def best_span(start_logits, end_logits, max_answer_length):
 def test_best_span(best_span):
     from minibert.finetune.qa_predict import best_spans
     # (1, 0) would score 5 + 9 but ends before it starts
-    assert tuple(int(v) for v in best_span(np.array([0.0, 5.0, 1.0]), np.array([9.0, 0.0, 2.0]), 5)) == (0, 0)
+    expect("best_span([0, 5, 1], [9, 0, 2], 5)",
+           tuple(int(v) for v in best_span(np.array([0.0, 5.0, 1.0]), np.array([9.0, 0.0, 2.0]), 5)), (0, 0))
     r = np.random.default_rng(5)
     for T_, L in [(12, 3), (30, 30), (7, 1)]:
         s_log, e_log = r.standard_normal(T_), r.standard_normal(T_)
         _, s, e = best_spans(s_log, e_log, [(0, 1)] * T_, L)[0]
-        assert tuple(int(v) for v in best_span(s_log, e_log, L)) == (s, e)
+        expect(f"best_span of {T_} random logits, L = {L}", tuple(int(v) for v in best_span(s_log, e_log, L)),
+               (int(s), int(e)))
 
 
 exercise(1, best_span, "07_finetuning", test_best_span)
@@ -443,10 +448,11 @@ def test_first_piece_labels(first_piece_labels):
     for words, tags in zip(sentences.words, sentences.tags):
         ids_, labels_ = first_piece_labels(tokenizer, words, [tag2id[t] for t in tags])
         reference = encode_tagged(tokenizer, TaggedSentences([words], [tags]), tag2id, max_length=64)
-        assert list(ids_) == reference.encoded[0][0].tolist()
-        assert list(labels_) == reference.labels[0].tolist()
+        expect(f"ids of {' '.join(words)[:40]!r}", list(ids_), reference.encoded[0][0].tolist())
+        expect(f"labels of {' '.join(words)[:40]!r}", list(labels_), reference.labels[0].tolist())
     ids_, labels_ = first_piece_labels(tokenizer, ["Lovelace"], [1])
-    assert len(ids_) > 3 and list(labels_).count(1) == 1, "a word of several pieces is labelled once"
+    expect("labels of 'Lovelace' (several pieces, labelled once)", list(labels_),
+           [-100, 1] + [-100] * (len(ids_) - 2))  # -100: the label the loss skips
 
 
 exercise(2, first_piece_labels, "07_finetuning", test_first_piece_labels)
@@ -464,13 +470,15 @@ def macro_f1(y_true, y_pred, num_classes):
 
 def test_macro_f1(macro_f1):
     from minibert.finetune.metrics import classification_metrics
-    assert np.isclose(macro_f1(np.array([0, 0, 1, 1]), np.array([0, 0, 1, 1]), 3), 1.0)
-    assert np.isclose(macro_f1(np.array([0, 0, 0, 1]), np.array([0, 0, 0, 0]), 2), (6 / 7 + 0) / 2)
+    expect("macro_f1 of a perfect prediction", macro_f1(np.array([0, 0, 1, 1]), np.array([0, 0, 1, 1]), 3), 1.0,
+           atol=1e-12)
+    expect("macro_f1([0, 0, 0, 1], [0, 0, 0, 0])", macro_f1(np.array([0, 0, 0, 1]), np.array([0, 0, 0, 0]), 2),
+           (6 / 7 + 0) / 2, atol=1e-12)
     r = np.random.default_rng(6)
     for _ in range(5):
-        t, p = r.integers(0, 4, 50), r.integers(0, 4, 50)
-        expected = classification_metrics(t, p, ["a", "b", "c", "d", "e"])["macro_f1"]
-        assert np.isclose(macro_f1(t, p, 5), expected)
+        t, p = r.integers(0, 4, 50), r.integers(0, 4, 50)  # 4 classes occur, of 5
+        reference = classification_metrics(t, p, ["a", "b", "c", "d", "e"])["macro_f1"]
+        expect("macro_f1 of random labels against minibert's", macro_f1(t, p, 5), reference, atol=1e-12)
 
 
 exercise(3, macro_f1, "07_finetuning", test_macro_f1)

@@ -518,6 +518,9 @@ plt.show()
 # parameters, gradients and AdamW's two moments.
 
 # %%
+from minibert.course import expect  # noqa: E402  (an exercise's check: expected against got)
+
+
 def training_state_bytes(cfg):
     raise NotImplementedError
 
@@ -527,7 +530,8 @@ def test_training_state_bytes(f):
         m = BertForPreTraining(cfg)
         o = AdamW(m.params, m.grads)
         o.step()
-        assert f(cfg) == m.params.buffer.nbytes + m.grads.buffer.nbytes + nbytes((o.m, o.v)), cfg
+        expect(f"training_state_bytes({cfg.hidden_size}-wide, V = {cfg.vocab_size})", f(cfg),
+               m.params.buffer.nbytes + m.grads.buffer.nbytes + nbytes((o.m, o.v)))
 
 
 exercise(1, training_state_bytes, "08_cost", test_training_state_bytes)
@@ -546,8 +550,7 @@ def best_segment(L, c, s):
 def test_best_segment(f):
     for L, c, s in ((16, 1, 1), (12, 8, 1), (1, 5, 3), (30, 2, 7)):
         costs = [-(-L // k) * s + k * c for k in range(1, L + 1)]
-        assert f(L, c, s) == 1 + int(np.argmin(costs)), (L, c, s)
-    assert f(16, 1, 1) == 4
+        expect(f"best_segment{(L, c, s)}", f(L, c, s), 1 + int(np.argmin(costs)))
 
 
 exercise(2, best_segment, "08_cost", test_best_segment)
@@ -565,9 +568,11 @@ def test_recompute_backward(f):
     _, inputs = stack_forward(x0, Ws, bs, keep="inputs")
     dx, dWs, dbs = f(target, inputs, Ws, bs)
     ref_dx, ref_dWs, ref_dbs = stack_backward(target, c_all, Ws, bs)
-    np.testing.assert_allclose(dx, ref_dx, rtol=1e-12)
-    for a, b_ in zip(dWs + dbs, ref_dWs + ref_dbs):
-        np.testing.assert_allclose(a, b_, rtol=1e-12)
+    expect("dx", dx, ref_dx, rtol=1e-12)
+    for i, (a, b_) in enumerate(zip(dWs, ref_dWs)):
+        expect(f"dW of layer {i}", a, b_, rtol=1e-12)
+    for i, (a, b_) in enumerate(zip(dbs, ref_dbs)):
+        expect(f"db of layer {i}", a, b_, rtol=1e-12)
 
 
 exercise(3, recompute_backward, "08_cost", test_recompute_backward)

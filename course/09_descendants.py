@@ -441,7 +441,8 @@ plt.show()
 # Read the figure for what it is: one seed, a small model, a short budget on a shared CPU. In quick mode the models
 # barely move from where they started; the full run (`cd course && python 09_descendants.py`, a few minutes) trains
 # each for half a minute of CPU. What longer runs of the full mini give, with the commands that produced them
-# (minutes of pre-training each, and fine-tuning after), is in [docs/descendants.md](../docs/descendants.md).
+# (minutes of pre-training each, and fine-tuning after), is in the repository's docs/descendants.md, also a page
+# of the documentation site.
 #
 # ## Summary
 #
@@ -460,6 +461,9 @@ plt.show()
 # and the MLM head: dense $H \to E$, LayerNorm over $E$, the output bias; the decoder is the word table).
 
 # %%
+from minibert.course import expect  # noqa: E402  (an exercise's check: expected against got)
+
+
 def albert_parameters(cfg):
     raise NotImplementedError
 
@@ -467,7 +471,8 @@ def albert_parameters(cfg):
 def test_albert_parameters(f):
     for cfg in (BertConfig.preset("albert-mini"),
                 BertConfig.preset("albert-mini", embedding_size=32, num_hidden_layers=12, vocab_size=1000)):
-        assert f(cfg) == model_class(cfg, "mlm")(cfg, init_weights=False).num_parameters(), cfg
+        expect(f"albert_parameters(E = {cfg.embedding_width}, L = {cfg.num_hidden_layers})", f(cfg),
+               model_class(cfg, "mlm")(cfg, init_weights=False).num_parameters())
 
 
 exercise(1, albert_parameters, "09_descendants", test_albert_parameters)
@@ -492,8 +497,8 @@ def test_corrupt(f):
     sampled = np.where(r.random(m) < 0.5, labels[labels != IGNORE_INDEX], r.integers(5, 30, m))  # half are right
     got_ids, got_replaced = f(ids, labels, sampled)
     want_ids, want_replaced = replace_masked(ids, labels, sampled)
-    np.testing.assert_array_equal(got_ids, want_ids)
-    np.testing.assert_array_equal(got_replaced, want_replaced)
+    expect("the discriminator's input", got_ids, want_ids)
+    expect("the replaced labels (1 where a token differs from the original)", got_replaced, want_replaced)
 
 
 exercise(2, corrupt, "09_descendants", test_corrupt)
@@ -509,8 +514,8 @@ def positions(input_ids, pad_token_id):
 
 def test_positions(f):
     ids = np.array([[5, 6, 7, 1, 1], [1, 8, 1, 9, 4]])  # (B, T), padding id 1
-    np.testing.assert_array_equal(f(ids, 1), roberta_position_ids(ids, 1))
-    np.testing.assert_array_equal(f(ids, 0), roberta_position_ids(ids, 0))
+    expect("positions(ids, pad 1)", f(ids, 1), roberta_position_ids(ids, 1))
+    expect("positions(ids, pad 0)", f(ids, 0), roberta_position_ids(ids, 0))
 
 
 exercise(3, positions, "09_descendants", test_positions)

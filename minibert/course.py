@@ -39,6 +39,52 @@ def check(name, mine, reference, rtol=1e-5, atol=1e-6):
     return largest
 
 
+def expect(name, got, expected, rtol=0.0, atol=0.0):
+    """An exercise's assertion: `got` must equal `expected` (numbers and arrays within rtol and atol, anything
+    else exactly). When it does not, the AssertionError names the check and shows expected against got, with the
+    largest difference, so a wrong answer says where it went wrong."""
+    g, e = _numeric(got), _numeric(expected)
+    if g is None or e is None:
+        if got == expected:
+            return
+        raise AssertionError(f"{name}: expected {_show(expected)}, got {_show(got)}")
+    if g.shape != e.shape:
+        raise AssertionError(f"{name}: expected shape {e.shape}, got shape {g.shape}: expected {_show(expected)}, "
+                             f"got {_show(got)}")
+    if not g.size or np.allclose(g, e, rtol=rtol, atol=atol):
+        return
+    if np.asarray(got).dtype == bool or np.asarray(expected).dtype == bool:
+        if g.size == 1:
+            raise AssertionError(f"{name}: expected {_show(expected)}, got {_show(got)}")
+        how = f"{int(np.sum(g != e))} of {g.size} differ"
+    else:
+        how = f"largest difference {float(np.max(np.abs(g - e))):.3g} (rtol {rtol:g}, atol {atol:g})"
+    raise AssertionError(f"{name}: expected {_show(expected)}, got {_show(got)}; {how}")
+
+
+def _numeric(x):
+    """x as a float64 array when it is numbers (bools count as 0 and 1), else None."""
+    try:
+        a = np.asarray(x)
+    except ValueError:  # ragged lists
+        return None
+    if a.dtype.kind in "biuf":
+        return a.astype(np.float64)
+    return None
+
+
+def _show(x, limit=300):
+    """A value as one short line: arrays and lists abbreviated by NumPy, anything longer cut at `limit`."""
+    if isinstance(x, np.generic):
+        x = x.item()  # 0.25, not np.float64(0.25)
+    if isinstance(x, np.ndarray) or (isinstance(x, (list, tuple)) and len(x) > 8):
+        text = np.array2string(np.asarray(x), threshold=24, edgeitems=3, precision=6, max_line_width=10**6)
+    else:
+        text = repr(x)
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit] + " ..."
+
+
 def numerical_gradient(f, x, eps=1e-6):
     """d f / d x by central differences, one entry at a time (float64 x; f returns a scalar)."""
     grad = np.zeros_like(x)
