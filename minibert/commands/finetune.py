@@ -72,10 +72,11 @@ tokens, BertForQuestionAnswering for qa). See docs/finetuning.md."""
                             "(the built-in all-MiniLM-L6-v2; default)")
     model.add_argument("--epochs", type=int, default=None,
                        help="passes over the training data (default: enough for 300 optimizer steps, 3 to 20; 3 "
-                            "for --task-type tokens and qa)")
+                            "for --task-type qa)")
     model.add_argument("--lr", type=float, default=None,
                        help="peak learning rate of AdamW (default: by the model's size: 3e-5 for a hidden size "
-                            "above 256 such as MiniLM's, 5e-4 for a small model such as the mini)")
+                            "above 256 such as MiniLM's, 5e-4 for a small model such as the mini; 1e-4 for "
+                            "MiniLM's size tagging fewer than 5,000 sentences)")
     model.add_argument("--batch-size", type=int, default=32, help="examples per step (default 32)")
     model.add_argument("--max-length", type=int, default=None,
                        help=f"tokens per example, longer ones are truncated (default: the length a --model fine-tuned "

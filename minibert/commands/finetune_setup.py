@@ -68,7 +68,7 @@ def setup_training(args, task_type, num_train: int | None = None):
     if adapt_steps:
         from minibert.finetune.adapt import check_adaptable
         check_adaptable(checkpoint)
-    recipe = choose_recipe(config, max_length, given, task_type, pairs)
+    recipe = choose_recipe(config, max_length, given, task_type, pairs, num_train)
     # (sequence: set again once tokenized. --epochs 0 and --batch-size 0 reach validate() below, to be refused)
     epochs = recipe.epochs if recipe.epochs is not None else epochs_for(num_train or 1, max(1, args.batch_size))
     settings = Settings(epochs=epochs, lr=recipe.lr, batch_size=args.batch_size, max_length=max_length,

@@ -73,7 +73,7 @@ def run_tokens(args, comm) -> int:
     started = time.perf_counter()
     log = make_log(args)
     train, eval_, test, tag_names = prepared = _prepare_tagged(args, log)
-    checkpoint, tokenizer_dir, config, settings, out = setup_training(args, "tokens")
+    checkpoint, tokenizer_dir, config, settings, out = setup_training(args, "tokens", len(train))
 
     log(f"data: {args.train}: {len(train)} train / {len(eval_)} eval{f' / {len(test)} test' if test else ''} "
         f"sentences; tags: {', '.join(tag_names)}")
