@@ -41,15 +41,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 metrics.json and confusion_matrix.png; 'minibert predict --model OUT' uses it, and so does
 transformers.BertForSequenceClassification.from_pretrained(OUT) (BertForTokenClassification for --task-type
 tokens, BertForQuestionAnswering for qa). See docs/finetuning.md."""
-    parser.add_argument("--task-type", choices=("sequence", "tokens", "qa"), default="sequence",
+    parser.add_argument("--task-type", choices=("sequence", "tokens", "qa"), default=None,
                         help="sequence: one label per text (default); tokens: a tag per word, NER (--train is a "
-                             "CoNLL or JSONL file); qa: extractive question answering (--train is SQuAD JSON)")
+                             "CoNLL or JSONL file); qa: extractive question answering (--train is SQuAD JSON). A "
+                             "--task brings its own")
     data = parser.add_argument_group("data")
     data.add_argument("--train", metavar="FILE", help="labelled training examples: .csv, .tsv or .jsonl (tokens: "
                       "CoNLL or .jsonl with tokens/tags; qa: SQuAD v1.1/v2.0 .json)")
-    data.add_argument("--task", choices=("wiki-topics", "drug-reviews"),
-                      help="a built-in task instead of --train (fixed-seed train/eval/test splits; see "
-                           "docs/finetuning.md)")
+    from minibert.finetune.tasks import TASKS
+    data.add_argument("--task", choices=tuple(TASKS),
+                      help="a built-in task instead of --train, with its own train/eval/test splits, head, metrics "
+                           "and defaults that fit ~15 minutes of MiniLM on 2 cores (flags override): "
+                           + "; ".join(f"{spec.name}: {_defaults_help(spec)}" for spec in TASKS.values())
+                           + " (docs/tasks.md)")
     data.add_argument("--eval", metavar="FILE", help="labelled evaluation examples (picks the best epoch)")
     data.add_argument("--eval-split", type=float, default=None, metavar="FRACTION",
                       help="without --eval: hold out this fraction of --train (per class for text classification, "
@@ -62,6 +66,8 @@ tokens, BertForQuestionAnswering for qa). See docs/finetuning.md."""
                       help="column of a second text, for sentence-pair tasks (entailment, paraphrase, ...)")
     data.add_argument("--label-column", metavar="COL",
                       help="column of the label, a string or an integer (default: label)")
+    data.add_argument("--max-eval-examples", type=int, metavar="N",
+                      help="evaluate and test on the first N examples of each only (smoke runs; default: all)")
     data.add_argument("--max-train-examples", type=int, metavar="N",
                       help="train on N examples only, to fit a compute budget: a stratified random subset for text "
                            "classification, a random subset of sentences for --task-type tokens, the first N "
@@ -140,23 +146,22 @@ tokens, BertForQuestionAnswering for qa). See docs/finetuning.md."""
     out.add_argument("--no-progress", action="store_true", help="no progress bars")
 
 
+def _defaults_help(spec) -> str:
+    values = ", ".join(f"--{name.replace('_', '-')} {value}" for name, value in spec.defaults.items())
+    return f"{values} ({spec.why})" if values else spec.why
+
+
 def _prepare_data(args, log):
     """(train, eval, test or None, label names, description): every data check, before any model is loaded."""
     from minibert.commands.finetune_setup import check_data_options
     from minibert.finetune.data import build_label_names, check_labels_known, limit_examples, load_examples, \
         stratified_split
-    from minibert.finetune.tasks import load_task
+    from minibert.commands.finetune_setup import load_builtin_task
 
     eval_split = check_data_options(args, "sequence")
     if args.task:
-        given = [flag for flag, value in (("--eval", args.eval), ("--test", args.test),
-                                          ("--text-column", args.text_column), ("--label-column", args.label_column),
-                                          ("--text-pair-column", args.text_pair_column)) if value is not None]
-        if given:
-            raise ValueError(f"--task {args.task} brings its own eval and test splits and columns; drop "
-                             f"{'/'.join(given)}")
-        task = load_task(args.task)
-        train, eval_, test, source = task.train, task.eval, task.test, f"task {task.name}"
+        train, eval_, test = load_builtin_task(args, log)
+        source = f"task {args.task}"
     else:
         columns = dict(text_column=args.text_column or "text", label_column=args.label_column or "label",
                        text_pair_column=args.text_pair_column)
@@ -213,9 +218,16 @@ def run(args) -> int:
     from minibert.commands.finetune_setup import finetune_on_ranks
     if args.seed < 0:  # (NumPy's own message names no option)
         raise ValueError(f"--seed must be a non-negative integer, got {args.seed}")
+    if args.task:
+        from minibert.commands.finetune_setup import take_task_defaults
+        take_task_defaults(args)
+    args.task_type = args.task_type or "sequence"
     if args.task_type == "tokens":
         from minibert.commands.finetune_tokens import _check_words_fit, _prepare_tagged, run_tokens
         return finetune_on_ranks(args, run_tokens, _prepare_tagged, "tokens", _check_words_fit)
+    if args.task_type == "regression":
+        from minibert.commands.finetune_regression import _prepare_scored, run_regression
+        return finetune_on_ranks(args, run_regression, _prepare_scored, "regression")
     if args.task_type == "qa":
         from minibert.commands.finetune_qa import _check_windows, _prepare_squad, run_qa
         return finetune_on_ranks(args, run_qa, _prepare_squad, "qa", _check_windows)
