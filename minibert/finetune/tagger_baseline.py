@@ -33,7 +33,7 @@ def import_tagger():
 
 def shape(word: str) -> str:
     """'Anna' -> 'Xx', 'EU' -> 'X', '1996-08' -> 'd-d': character classes, repeats squeezed."""
-    classes = re.sub("[A-Z]", "X", re.sub("[a-z]", "x", re.sub("[0-9]", "d", word)))
+    classes = "".join("X" if c.isupper() else "x" if c.islower() else "d" if c.isdigit() else c for c in word)
     return re.sub(r"(.)\1+", r"\1", classes)
 
 
