@@ -46,6 +46,8 @@ def setup_training(args, task_type, num_train: int | None = None):
     max_length, origin = args.max_length, "--max-length"
     if max_length is None:
         max_length, origin = default_max_length(config, checkpoint, task_type)
+    elif max_length > config.max_tokens and "max_length" in getattr(args, "task_defaults", {}):
+        max_length = config.max_tokens  # (a built-in task's default: as long as the model's positions allow)
     elif max_length > config.max_tokens:
         raise ValueError(f"--max-length {max_length} is longer than the model's max_position_embeddings "
                          f"({config.max_tokens}, {checkpoint / 'config.json'})")

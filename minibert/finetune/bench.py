@@ -22,7 +22,7 @@ QUICK = {"max_train_examples": 48, "epochs": 1, "max_eval_examples": 24}  # a sm
 
 # Where each kind of run's metrics.json keeps the baselines' headline numbers: (name in the table, path).
 BASELINES = {"sequence": (("TF-IDF + logistic regression", ("baseline", "test", "accuracy")),),
-             "tokens": (("feature tagger (CRF)", ("baseline", "test", "f1")),),
+             "tokens": (("feature tagger ({method})", ("baseline", "test", "f1")),),
              "regression": (("TF-IDF cosine", ("baseline", "tfidf_cosine", "test", "spearman")),
                             ("zero-shot cosine of the starting model", ("baseline", "zero_shot_cosine", "test",
                                                                         "spearman")))}
@@ -40,7 +40,9 @@ def result_of(name: str, seed: int, metrics: dict) -> dict:
     """The bench's record of one run: the task's test metrics (in percent), its baselines', the time."""
     spec = TASKS[name]
     scores = {metric: 100 * metrics["test"][metric] for metric in spec.metrics if metric in metrics["test"]}
-    baselines = {label: 100 * value for label, path in BASELINES[spec.kind]
+    method = {"features+crf": "CRF", "features+logistic_regression": "logistic regression"}.get(
+        _get(metrics, ("baseline", "method")), "")
+    baselines = {label.format(method=method): 100 * value for label, path in BASELINES[spec.kind]
                  if (value := _get(metrics, path)) is not None}
     return {"task": name, "seed": seed, "metric": spec.metrics[0], "test": scores, "baselines": baselines,
             "epochs": metrics["settings"]["epochs"], "lr": metrics["settings"]["lr"],

@@ -8,7 +8,6 @@ import pytest
 
 from minibert.cli import main
 from minibert.finetune import similarity_metrics as sm
-from minibert.finetune.stsb import read_sts
 from minibert.finetune.tasks import TASKS, load_task
 from tests.finetune.task_fixtures import small_tasks  # noqa: F401 (a fixture)
 
