@@ -298,8 +298,8 @@ def take_task_defaults(args) -> None:
 
     spec = TASKS[args.task]
     if args.task_type is not None and args.task_type != spec.kind:
-        raise ValueError(f"--task {args.task} is a {KINDS[spec.kind].split(' (')[0]} task; drop --task-type "
-                         f"{args.task_type}")
+        raise ValueError(f"--task {args.task} is a {KINDS[spec.kind].split(' (')[0]} task; it does not go with "
+                         f"--task-type {args.task_type} (drop --task-type, or give --train FILE)")
     args.task_type = spec.kind
     args.task_defaults = {name: value for name, value in spec.defaults.items() if getattr(args, name) is None}
     for name, value in args.task_defaults.items():

@@ -150,4 +150,4 @@ def test_a_missing_data_package_names_the_install_command(tmp_path, capsys, monk
 
 def test_a_task_of_another_kind_than_task_type(tmp_path, capsys):
     err = run_task(capsys, tmp_path, "stsb", "--task-type", "tokens")
-    assert "--task stsb is a similarity task; drop --task-type tokens" in err
+    assert "--task stsb is a similarity task; it does not go with --task-type tokens" in err
