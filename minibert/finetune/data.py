@@ -15,6 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
+from minibert.data.splits import label_sort_key as _sort_key
+from minibert.data.splits import stratified_split  # noqa: F401 (re-exported: fine-tuning's split)
 from minibert.io.atomic import check_input_file, read_text_file
 
 FORMATS = {".csv": "csv", ".tsv": "tsv", ".tab": "tsv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl"}
@@ -130,14 +132,6 @@ def load_examples(path, text_column: str, label_column: str | None = None, text_
 
 
 # ---------------------------------------------------------------------------- labels
-def _sort_key(name: str):
-    # Integer labels in numeric order (so "0".."9","10" map to ids 0..10), other names alphabetically.
-    try:
-        return (0, int(name), "")
-    except ValueError:
-        return (1, 0, name)
-
-
 def build_label_names(train: Examples) -> list[str]:
     """The class names, in id order, from the training labels; at least two classes."""
     names = sorted(set(train.labels), key=_sort_key)
@@ -162,24 +156,6 @@ def label_ids(examples: Examples, label2id: dict[str, int]) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------------- splitting
-def stratified_split(labels: list[str], fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """(keep, held_out) index arrays: about `fraction` of each class held out, at least one example of every class
-    that has two or more, with a fixed seed, so every run (and the baseline) sees the same split."""
-    if not 0.0 < fraction < 1.0:
-        raise ValueError(f"split fraction must be between 0 and 1, got {fraction}")
-    rng = np.random.default_rng(seed)
-    labels_arr = np.array(labels)
-    keep, held = [], []
-    for name in sorted(set(labels), key=_sort_key):
-        idx = np.flatnonzero(labels_arr == name)
-        idx = idx[rng.permutation(len(idx))]
-        n_held = 0 if len(idx) < 2 else max(1, int(round(fraction * len(idx))))
-        held.extend(idx[:n_held])
-        keep.extend(idx[n_held:])
-    # shuffled (not grouped by class), deterministic
-    return np.array(sorted(keep), dtype=np.int64), np.array(sorted(held), dtype=np.int64)
-
-
 def limit_examples(examples: Examples, max_examples: int | None, seed: int) -> Examples:
     """A stratified random subset of exactly max_examples (for runs with a fixed compute budget): every class
     keeps its share, and at least one example."""

@@ -111,6 +111,13 @@ def check_before_data(settings: PretrainSettings, resume_checkpoint: Path | None
         settings.check_model(resume_checkpoint)
     if resume_checkpoint:  # (its settings were checked when it started; its folder is the run's)
         return
+    if settings.init is not None:  # continued pre-training: the model decides config and vocabulary
+        from minibert.training.init_model import check_init
+        config = check_init(settings.init).config
+        check_objective(settings, config)
+        sequence_length(settings, config, "the --init model's")
+        check_new_run_dir(settings.runs_dir, settings.name)
+        return
     tokenizer = None
     if settings.tokenizer is not None:
         from minibert.io.model_folder import resolve_tokenizer_folder
@@ -353,6 +360,9 @@ def _loop(run: Run, log, made: list) -> tuple[dict | None, str | None, Budget]:
 def _prepare(settings: PretrainSettings, resume_checkpoint: Path | None, log, comm):
     """corpus -> tokenizer -> token ids, all cached: rank 0 first, the other ranks then read its cache."""
     tokenizer_dir = str(resume_checkpoint) if resume_checkpoint else settings.tokenizer
+    if settings.init is not None and not resume_checkpoint:  # continued pre-training: the model's vocabulary
+        from minibert.training.init_model import check_init
+        tokenizer_dir = str(check_init(settings.init).tokenizer)
     if not comm.is_root:
         with comm.patient():  # (training a tokenizer on a large corpus may take rank 0 hours)
             comm.barrier()
@@ -388,6 +398,10 @@ def _set_up(settings: PretrainSettings, data, resume_checkpoint: Path | None, lo
     elif brings_own_model(settings):  # minibert distill: the student's config comes from its teacher
         model = build_model(settings)
         config = model.config
+    elif settings.init is not None:  # continued pre-training: the model as saved, head and output bias included
+        from minibert.training.init_model import load_init_model
+        model = load_init_model(settings, build_model, log)
+        config = model.config
     else:
         config = model_config(settings, len(tok.vocab))
         model = build_model(settings, config)
@@ -400,7 +414,7 @@ def _set_up(settings: PretrainSettings, data, resume_checkpoint: Path | None, lo
     model.train()
     model.set_recompute(settings.recompute)
     masker, eval_batches, top_token, baseline_acc = recipe_parts(settings, model, data, seq_len,
-                                                                 fresh=not resume_checkpoint)
+                                                                 fresh=not resume_checkpoint and settings.init is None)
     adamw_options = dict(lr=settings.lr, betas=settings.betas, eps=settings.eps, weight_decay=settings.weight_decay)
     if comm.size > 1:  # each rank updates 1/N of the weights and keeps 1/N of the moments (training/sharded.py)
         if not (model.params.intact() and model.grads.intact()):

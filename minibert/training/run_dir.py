@@ -17,6 +17,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import re
 import shutil
 import time
 from pathlib import Path
@@ -37,6 +38,15 @@ def default_run_name(config, corpus_name: str) -> str:
     elif config.endswith(".json"):
         config = Path(config).stem
     return f"{config}-{corpus_name}-{time.strftime('%Y%m%d-%H%M%S')}"
+
+
+def init_run_stem(init: str) -> str:
+    """What a continued run's default name starts with: the folder it starts from (a run's, for a checkpoint
+    folder step-N inside one)."""
+    path = Path(init).resolve()
+    if re.fullmatch(r"(step|checkpoint)-\d+", path.name) and path.parent.name == "checkpoints":
+        path = path.parent.parent
+    return path.name
 
 
 def free_run_name(runs_dir: str | Path, name: str) -> str:

@@ -26,6 +26,16 @@ COSMETIC = ("quiet", "runs_dir", "name", "resume", "keep_checkpoints", "plot", "
 OPTION_FLAGS = {"betas": "--beta2", "plot": "--no-plot"}  # settings whose command-line option is not --<name>
 
 
+# What a model given as `init` decides for itself (its config.json and vocab.txt).
+INIT_DECIDES = ("config", "tokenizer", "vocab_size")
+
+
+def init_conflict(name: str, init: str) -> str:
+    """The one line that refuses a setting `init` decides."""
+    return (f"{option(name)} conflicts with {option('init')}: continued pre-training takes the model's config and "
+            f"vocabulary from {init}")
+
+
 def option(name: str) -> str:
     """How a message names a setting, for Python and for the command line: "batch_size (--batch-size)"."""
     return f"{name} ({OPTION_FLAGS.get(name, '--' + name.replace('_', '-'))})"
@@ -51,6 +61,8 @@ class PretrainSettings:
     eval_fraction: float = 0.02          # of the documents held out (ptb keeps its own valid split)
     eval_examples: int = 512             # held-out sequences evaluated each time (fixed masks)
     # ---- model and objective
+    init: str | None = None              # continued pre-training: start from this model (a run or a model folder
+    #                                      with an MLM head), its config and its vocabulary (training/init_model.py)
     config: str | BertConfig = "mini"    # a preset name, a config.json path, or a BertConfig (vocab_size: the
     #                                      tokenizer's, as for a preset); settings.json records it
     objective: str = "mlm"               # "mlm" (RoBERTa full sentences), "mlm+nsp" (BERT), "mlm+sop" (ALBERT)
@@ -89,7 +101,7 @@ class PretrainSettings:
     resume: str | None = None            # a run folder: continue that run (its saved settings; see pretrain())
 
     # Settings that name files or folders: a Path (os.PathLike) is stored as its str (settings.json is JSON).
-    PATH_FIELDS: ClassVar[tuple[str, ...]] = ("tokenizer", "runs_dir", "resume", "name")
+    PATH_FIELDS: ClassVar[tuple[str, ...]] = ("tokenizer", "runs_dir", "resume", "name", "init")
     # Settings that are numbers (ints allowed), checked to be numbers before their ranges are.
     NUMBER_FIELDS: ClassVar[tuple[str, ...]] = (
         "eval_fraction", "dropout", "mask_prob", "mask_prob_end", "short_seq_prob", "generator_size", "minutes",
@@ -126,9 +138,10 @@ class PretrainSettings:
                [c for c in self.corpus if not (isinstance(c, str) and c)])
         if bad:  # (normalise has made every path a str: anything else is no path)
             raise TypeError(f"{option('corpus')} must be a list of file or folder paths (str or Path), or "
-                            f"'wiki'/'ptb'; got {shown(bad[0])}")
+                            f"a built-in corpus name ('wiki', 'imdb', ...); got {shown(bad[0])}")
         if not self.corpus:
-            raise ValueError(f"{option('corpus')} names no file: give files or folders, or 'wiki'/'ptb'")
+            raise ValueError(f"{option('corpus')} names no file: give files or folders, or a built-in corpus "
+                             f"('wiki', 'imdb', ...)")
         for name in self.PATH_FIELDS + ("text_field",):
             value = getattr(self, name)
             if not isinstance(value, str) and (value is not None or name in ("runs_dir", "text_field")):
@@ -156,6 +169,7 @@ class PretrainSettings:
         if self.objective not in OBJECTIVES:
             raise ValueError(f"{option('objective')} must be one of {', '.join(OBJECTIVES)}, got {self.objective!r}")
         self.check_config()
+        self.check_init()
         if not 0.0 < self.mask_prob < 1.0:
             raise ValueError(f"{option('mask_prob')} must be between 0 and 1, got {self.mask_prob}")
         if self.mask_prob_end is not None and not 0.0 < self.mask_prob_end < 1.0:
@@ -204,6 +218,19 @@ class PretrainSettings:
             raise ValueError(f"{option('config')} must be one of {', '.join(PRESET_NAMES)} or a config.json file, got "
                              f"{self.config!r}")
 
+    def check_init(self) -> None:
+        """With init, the model, its config and its vocabulary come from that folder: a setting that would choose
+        them too is refused (the command line refuses them even when given their default values)."""
+        if self.init is None:
+            return
+        defaults = PretrainSettings()
+        for name in INIT_DECIDES:
+            if isinstance(getattr(self, name), BertConfig) or getattr(self, name) != getattr(defaults, name):
+                raise ValueError(init_conflict(name, self.init))
+        if self.objective == "electra":
+            raise ValueError(f"{option('init')} continues a masked-LM model; {option('objective')} electra trains a "
+                             f"generator and a discriminator from scratch: use mlm, mlm+nsp or mlm+sop")
+
     def check_saveable(self) -> None:
         """Every setting can be written to settings.json (JSON): refused now, not after the data is prepared."""
         import json
@@ -237,11 +264,13 @@ class PretrainSettings:
 
     def default_name(self, corpus_name: str) -> str:
         """The run folder's name when `name` is not given: <config>-<corpus>-<date>-<time>."""
-        from minibert.training.run_dir import default_run_name
-        return default_run_name(self.config, corpus_name)
+        from minibert.training.run_dir import default_run_name, init_run_stem
+        return default_run_name(self.config if self.init is None else init_run_stem(self.init), corpus_name)
 
     def describe_config(self) -> str:
         """The config as the start-up line names it: the preset or file, or a BertConfig's size."""
+        if self.init is not None:
+            return f"from {self.init}"
         if isinstance(self.config, BertConfig):
             c = self.config
             return f"{c.model_type} config ({c.num_hidden_layers} layers, hidden {c.hidden_size})"

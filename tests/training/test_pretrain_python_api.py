@@ -60,7 +60,8 @@ def test_paths_may_be_path_objects(tmp_path, corpus):
 
 
 @pytest.mark.parametrize("corpus_value, message", [
-    ([3], "corpus (--corpus) must be a list of file or folder paths (str or Path), or 'wiki'/'ptb'; got 3 (int)"),
+    ([3], "corpus (--corpus) must be a list of file or folder paths (str or Path), or a built-in corpus name "
+          "('wiki', 'imdb', ...); got 3 (int)"),
     ([None], "got None"),
     (None, "got None"),
 ])
