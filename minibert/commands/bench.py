@@ -32,14 +32,18 @@ See docs/tasks.md."""
     parser.add_argument("--quick", action="store_true",
                         help="a smoke run: 48 training examples, 1 epoch, eval and test on 24, every task")
     parser.add_argument("--no-baselines", action="store_true", help="skip the baselines (they need scikit-learn)")
+    parser.add_argument("--procs", default=None, metavar="N",
+                        help="processes of each fine-tuning run, as minibert finetune's --procs (auto: 2 on a "
+                             "machine with 2 or more cores, each run then in a process of its own; 1: every run in "
+                             "this process) [auto]")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
 
 
-def _finetune_args(args, name: str, seed: int, folder, quick: bool) -> list[str]:
+def _finetune_args(args, name: str, seed: int, folder, quick: bool, procs: int) -> list[str]:
     from minibert.finetune.bench import QUICK
 
     argv = ["--task", name, "--model", args.model, "--seed", str(seed), "--out", str(folder), "--overwrite",
-            "--procs", "1"]
+            "--procs", str(procs)]
     if not args.no_baselines:
         argv.append("--baseline")
     if args.no_progress:
@@ -52,6 +56,8 @@ def _finetune_args(args, name: str, seed: int, folder, quick: bool) -> list[str]
 
 def run(args) -> int:
     import json
+    import subprocess
+    import sys
     from pathlib import Path
 
     from minibert.commands import finetune
@@ -69,15 +75,22 @@ def run(args) -> int:
         from minibert.finetune.baseline import _import_sklearn
         _import_sklearn()
 
+    from minibert.training.procs import resolve_procs
+    procs = resolve_procs(args.procs, 16, None)  # (16: every task's batch divides by it)
+
     def run_finetune(name, seed, folder, quick):
-        parser = argparse.ArgumentParser(prog="minibert finetune")
-        finetune.add_arguments(parser)
-        argv = _finetune_args(args, name, seed, folder, quick)
-        fargs = parser.parse_args(argv)
-        fargs.argv = ["finetune", *argv]
-        code = finetune.run(fargs)
+        argv = _finetune_args(args, name, seed, folder, quick, procs)
+        if procs > 1:  # the ranks of --procs replace their process: a process of its own
+            code = subprocess.run([sys.executable, "-m", "minibert", "finetune", *argv]).returncode
+        else:
+            parser = argparse.ArgumentParser(prog="minibert finetune")
+            finetune.add_arguments(parser)
+            fargs = parser.parse_args(argv)
+            fargs.argv = ["finetune", *argv]
+            code = finetune.run(fargs)
         if code:
-            raise RuntimeError(f"the run of task {name} (seed {seed}) failed with status {code}")
+            raise ValueError(f"the run of task {name} (seed {seed}) failed with status {code}; the tasks "
+                               f"finished before it are kept in {args.out}/")
         return json.loads((Path(folder) / "metrics.json").read_text(encoding="utf-8"))
 
     out = Path(args.out)

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from minibert._plural import counted
-from minibert.commands.finetune_setup import DEFAULT_MAX_LENGTH
+from minibert.commands.finetune_setup import DEFAULT_BATCH_SIZE, DEFAULT_MAX_LENGTH
 # below MIN_STEPS optimizer steps, fine-tuning often stays at the majority class: the run says so
 from minibert.finetune.recipe import MIN_STEPS
 
@@ -83,7 +83,7 @@ tokens, BertForQuestionAnswering for qa). See docs/finetuning.md."""
                        help="peak learning rate of AdamW (default: by the model's size: 3e-5 for a hidden size "
                             "above 256 such as MiniLM's, 5e-4 for a small model such as the mini; 1e-4 for "
                             "MiniLM's size tagging fewer than 5,000 sentences)")
-    model.add_argument("--batch-size", type=int, default=32, help="examples per step (default 32)")
+    model.add_argument("--batch-size", type=int, default=None, help="examples per step (default 32)")
     model.add_argument("--max-length", type=int, default=None,
                        help=f"tokens per example, longer ones are truncated (default: the length a --model fine-tuned "
                             f"by minibert was fine-tuned with, else {DEFAULT_MAX_LENGTH}, 384 for --task-type qa, or "
@@ -100,10 +100,12 @@ tokens, BertForQuestionAnswering for qa). See docs/finetuning.md."""
                        help="dropout of the body and the classifier while fine-tuning (default: 0.1 for a small "
                             "model, else the checkpoint's hidden_dropout_prob and attention_probs_dropout_prob; the "
                             "log shows which)")
-    model.add_argument("--long-texts", choices=("truncate", "windows"), default=None,
-                       help="texts longer than --max-length: cut at it, or read whole as overlapping windows whose "
-                            "logits are averaged, in training, evaluation and 'minibert predict' (default: windows "
-                            "for a model of fewer than 128 positions such as the mini, else truncate)")
+    model.add_argument("--long-texts", choices=("truncate", "windows", "head-tail"), default=None,
+                       help="texts longer than --max-length: cut at it, read whole as overlapping windows whose "
+                            "logits are averaged, or read as their head and tail (the first quarter of the window "
+                            "from the start, the rest from the end: Sun et al. 2019), in training, evaluation and "
+                            "'minibert predict' (default: windows for a model of fewer than 128 positions such as "
+                            "the mini, else truncate)")
     model.add_argument("--window-overlap", type=int, default=None, metavar="N",
                        help="tokens that neighbouring windows share (default: a quarter of --max-length)")
     model.add_argument("--recompute", action="store_true",
@@ -222,6 +224,8 @@ def run(args) -> int:
         from minibert.commands.finetune_setup import take_task_defaults
         take_task_defaults(args)
     args.task_type = args.task_type or "sequence"
+    if args.batch_size is None:
+        args.batch_size = DEFAULT_BATCH_SIZE
     if args.task_type == "tokens":
         from minibert.commands.finetune_tokens import _check_words_fit, _prepare_tagged, run_tokens
         return finetune_on_ranks(args, run_tokens, _prepare_tagged, "tokens", _check_words_fit)
@@ -298,6 +302,13 @@ def _run_sequence(args, comm) -> int:
             f"overlapping windows ({settings.window_overlap} tokens shared): {len(encoded['train'])} training "
             f"windows; a text's prediction is the mean of its windows' logits")
         y_train = y["train"][owner["train"]]  # (W,) each window has its text's label
+    elif settings.long_texts == "head-tail":
+        from minibert.finetune.head_tail import encode_head_tail
+        encoded = {name: encode_head_tail(tokenizer, ex, max_length, progress) for name, ex in splits.items()}
+        cut = sum(len(ids) >= max_length for ids, _ in encoded["train"])
+        log(f"tokens: {cut} of {len(train)} training texts reach the max length and are read as their head and "
+            f"tail (the middle dropped)")
+        y_train = y["train"]
     else:
         encoded = {name: encode_examples(tokenizer, ex, max_length, progress) for name, ex in splits.items()}
         truncated = sum(len(ids) >= max_length for ids, _ in encoded["train"])

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 DEFAULT_MAX_LENGTH = 128
+DEFAULT_BATCH_SIZE = 32
 DEFAULT_SELECT = {"sequence": "accuracy", "tokens": "f1", "qa": "f1", "regression": "spearman"}
 TASK_METRICS = {"sequence": ("accuracy", "macro_f1"), "tokens": ("f1", "token_accuracy"), "qa": ("f1", "exact_match"),
                 "regression": ("spearman", "pearson")}
@@ -61,9 +62,9 @@ def setup_training(args, task_type, num_train: int | None = None):
     given = {"lr": args.lr, "epochs": args.epochs, "dropout": args.dropout,
              "long_texts": getattr(args, "long_texts", None), "window_overlap": getattr(args, "window_overlap", None)}
     pairs = bool(getattr(args, "text_pair_column", None)) or task_type == "regression"
-    if given["long_texts"] == "windows" and pairs:
-        raise ValueError("--long-texts windows cuts single texts; text pairs (--text-pair-column) are truncated, "
-                         "longest first: drop --long-texts windows")
+    if given["long_texts"] in ("windows", "head-tail") and pairs:
+        raise ValueError(f"--long-texts {given['long_texts']} cuts single texts; text pairs (--text-pair-column) are "
+                         f"truncated, longest first: drop --long-texts {given['long_texts']}")
     if given["window_overlap"] is not None:
         check_window_overlap(given["window_overlap"], max_length)
     adapt_steps = getattr(args, "adapt_steps", None)

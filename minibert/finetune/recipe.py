@@ -38,7 +38,7 @@ class Recipe:
     lr: float
     epochs: int | None  # None: epochs_for(the number of training examples), once they are known
     dropout: float | None  # None: the checkpoint's own
-    long_texts: str  # "truncate" or "windows"
+    long_texts: str  # "truncate", "windows" or "head-tail"
     window_overlap: int
     kind: str  # which recipe, for the log
     flags: tuple = ()  # the values that flags gave rather than the recipe
@@ -83,7 +83,7 @@ def describe(settings, kind: str, flags=()) -> str:
     """The log's line: the recipe's kind and the values it chose, those of flags marked."""
     mark = lambda name: " (flag)" if name in flags else ""  # noqa: E731
     dropout = settings.dropout if settings.dropout is not None else "of the checkpoint"
-    texts = (f"long texts as windows sharing {settings.window_overlap} tokens" if settings.long_texts == "windows"
-             else "long texts truncated")
+    texts = {"windows": f"long texts as windows sharing {settings.window_overlap} tokens",
+             "head-tail": "long texts as their head and tail"}.get(settings.long_texts, "long texts truncated")
     return (f"recipe: {kind}: lr {settings.lr:g}{mark('lr')}, {settings.epochs} epochs{mark('epochs')}, dropout "
             f"{dropout}{mark('dropout')}, {texts}{mark('long_texts')}")
