@@ -33,8 +33,8 @@ ROOT = Path(__file__).resolve().parents[1]
 EXECUTED = ROOT / "build" / "course"  # where tests/course/test_chapters.py writes the executed chapters
 
 # The guides in the order a learner meets them; a page of docs/ not named here comes after them, by name.
-GUIDE_ORDER = ["ARCHITECTURE", "tokenizer", "pretraining", "finetuning", "checkpoints", "distillation", "descendants",
-               "visualisation", "scaling", "memory", "performance"]
+GUIDE_ORDER = ["ARCHITECTURE", "tokenizer", "pretraining", "finetuning", "tasks", "checkpoints", "distillation",
+               "descendants", "visualisation", "scaling", "memory", "performance"]
 # Measured figures and experiments: docs/results.md, then any docs/results-AREA.md, then docs/experiments.md.
 RESULT_PAGE = re.compile(r"docs/(results(-[\w-]+)?|experiments)\.md")
 # Source files a page may link to, shown as code pages, with the highlighting of their language ("": no suffix).
