@@ -242,6 +242,9 @@ def run(args) -> int:
         print(note, file=sys.stderr)
     model = load_classifier(checkpoint, log=lambda m: print(m, file=sys.stderr), config=config)
     label_names = [model.id2label[i] for i in range(model.num_labels)]
+    regression = model.problem_type == "regression"  # (a similarity model, `finetune --task stsb`: one score)
+    if regression and examples.labels is not None:
+        raise ValueError(f"{args.model} predicts a score (a regression), not a label: leave out --label-column")
     if examples.labels is not None:
         check_labels_known(examples, model.label2id, f"the model's labels ({checkpoint / 'config.json'})")
     tokenizer = load_tokenizer(tokenizer_dir)
@@ -263,6 +266,10 @@ def run(args) -> int:
         logits = pool_windows(logits, owner, len(examples))  # (N, C) the mean over each text's windows
     probs = softmax(logits.astype("float64"))  # (N, C)
     records = _records(examples, label_names, probs, examples.labels)
+    if regression:  # the one output is the score itself
+        label_names = []
+        for record, value in zip(records, logits[:, 0]):
+            record.update(label="score", score=float(value), probabilities={})
 
     # ---- write
     if args.output:

@@ -98,3 +98,19 @@ def test_stsb_model_is_a_regression_transformers_reads(small_tasks, tmp_path, ca
     ref = theirs.eval()(input_ids=torch.tensor(ids), token_type_ids=torch.tensor([[0, 0, 0, 0, 1, 1]]),
                         labels=torch.tensor(labels)).loss
     assert loss == pytest.approx(ref.item(), rel=1e-4)
+    # minibert predict gives the score itself, not a probability over one class
+    pairs = tmp_path / "pairs.csv"
+    pairs.write_text("text,pair\nA plane is taking off.,An air plane is taking off.\n", encoding="utf-8")
+    capsys.readouterr()
+    assert main(["predict", "--model", str(tmp_path / "out"), "--input", str(pairs), "--text-pair-column", "pair",
+                 "--json", "--no-progress"]) == 0
+    record = json.loads(capsys.readouterr().out)
+    ids, types = _pair_ids(tmp_path / "out", "A plane is taking off.", "An air plane is taking off.")
+    logits = ours.eval().forward(ids, token_type_ids=types)
+    assert record["label"] == "score" and record["score"] == pytest.approx(float(logits.logits[0, 0]), rel=1e-5)
+
+
+def _pair_ids(folder, a, b):
+    from minibert.tokenizer import WordPieceTokenizer
+    encoded = WordPieceTokenizer.from_pretrained(folder).encode(a, text_pair=b)
+    return np.array([encoded.input_ids]), np.array([encoded.token_type_ids])
