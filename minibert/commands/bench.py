@@ -63,14 +63,14 @@ def run(args) -> int:
     from minibert.commands import finetune
     from minibert.finetune.bench import run_bench, save_bench
     from minibert.finetune.model_source import resolve_model
-    from minibert.finetune.tasks import load_task
+    from minibert.finetune.tasks import TASKS
 
     if min(args.seeds) < 0:
         raise ValueError(f"--seeds must be non-negative integers, got {min(args.seeds)}")
     # every check before the first run: the model folder, each task's data, scikit-learn for the baselines
     resolve_model(args.model)
     for name in args.tasks:
-        load_task(name)
+        TASKS[name].check_data()
     if not args.no_baselines:
         from minibert.finetune.baseline import _import_sklearn
         _import_sklearn()

@@ -105,6 +105,11 @@ class TaskSpec:
     defaults: dict = field(default_factory=dict)  # option values (argparse names) unless a flag gives one
     why: str = ""  # why those defaults: for --help and the log
     published: Published | None = None
+    find_data: Callable | None = None  # a cheap check that the data is there (default: load it)
+
+    def check_data(self) -> None:
+        """One line, with the install command, when the task's data is missing (before any model loads)."""
+        (self.find_data or self.load)()
 
 
 def _conll2003() -> Task:
@@ -120,6 +125,11 @@ def _stsb() -> Task:
 def _imdb() -> Task:
     from minibert.finetune import imdb
     return imdb.load(Task)
+
+
+def _imdb_wheel():
+    from minibert.data.imdb import imdb_path
+    return imdb_path()
 
 
 TASKS = {
@@ -146,7 +156,8 @@ TASKS = {
             "a second at length 256, an estimate from a short run): 1,600 of them for 2 epochs at batch 16 (200 "
             "steps), read as head and tail, eval and test on the first 800 reviews of their splits",
         published=Published(94.6, "accuracy", "BERT-base fine-tuned on IMDB's 25,000 training reviews, its test "
-                                              "set; Sun et al. 2019 (not a figure of Devlin et al.)")),
+                                              "set; Sun et al. 2019 (not a figure of Devlin et al.)"),
+        find_data=_imdb_wheel),  # (reading the 50,000 reviews takes seconds)
 }
 
 

