@@ -90,6 +90,9 @@ def test_stsb_model_is_a_regression_transformers_reads(small_tasks, tmp_path, ca
     model = make_tiny_model_dir(tmp_path / "model")
     assert main(["finetune", "--task", "stsb", "--model", str(model), "--epochs", "2", "--lr", "1e-3", "--out",
                  str(tmp_path / "out"), "--procs", "1", "--no-progress"]) == 0
+    log = capsys.readouterr().out
+    assert "task stsb defaults: --max-length 128 (5,749 short pairs" in log  # (--epochs: a flag's)
+    assert "max length: 64 tokens per example (task stsb's default" in log and "2 epochs (flag)" in log
     metrics = json.loads((tmp_path / "out" / "metrics.json").read_text())
     assert metrics["task_type"] == "regression" and metrics["settings"]["select_metric"] == "spearman"
     assert set(metrics["test"]) >= {"spearman", "pearson", "mse"} and metrics["num_test"] == 4

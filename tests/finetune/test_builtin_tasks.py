@@ -68,6 +68,20 @@ def test_spearman_and_pearson_match_scipy():
     assert sm.pearson(predicted, gold) == pytest.approx(stats.pearsonr(predicted, gold).statistic, abs=1e-12)
 
 
+def test_entity_scores_of_conll2003_sentences_match_seqeval(small_tasks):  # noqa: F811
+    seqeval = pytest.importorskip("seqeval.metrics")
+    from minibert.finetune.ner_metrics import entity_metrics
+    task = load_task("conll2003")
+    gold = task.train.tags + task.eval.tags + task.test.tags
+    rng = np.random.default_rng(0)
+    names = ["O", "B-PER", "I-PER", "B-ORG", "I-ORG", "B-LOC", "I-LOC", "B-MISC", "I-MISC"]
+    predicted = [[t if rng.random() < 0.7 else names[rng.integers(len(names))] for t in tags] for tags in gold]
+    ours = entity_metrics(gold, predicted)
+    for name in ("precision", "recall", "f1"):
+        reference = getattr(seqeval, f"{name}_score")(gold, predicted)
+        assert ours[name] == pytest.approx(reference, abs=1e-12), name
+
+
 def test_spearman_by_hand():
     # ranks of [10, 20, 20, 40] are [1, 2.5, 2.5, 4]; of [1, 2, 3, 4] themselves; Pearson of those: 0.9486833
     assert sm.ranks([10, 20, 20, 40]).tolist() == [1, 2.5, 2.5, 4]
