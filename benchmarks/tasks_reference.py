@@ -42,10 +42,9 @@ def parse_args():
 
 def prepared(args):
     """(train, eval, test, settings, checkpoint, labels): what `minibert finetune --task` trains on, with."""
-    from minibert.commands.finetune_setup import DEFAULT_BATCH_SIZE, setup_training, take_task_defaults
+    from minibert.commands.finetune_setup import setup_training, take_task_defaults
 
     take_task_defaults(args)
-    args.batch_size = args.batch_size or DEFAULT_BATCH_SIZE
     quiet = lambda message: None  # noqa: E731
     if args.task_type == "tokens":
         from minibert.commands.finetune_tokens import _prepare_tagged

@@ -38,6 +38,8 @@ def setup_training(args, task_type, num_train: int | None = None):
     from minibert.finetune.train import Settings
     from minibert.finetune.windows import check_window_overlap
 
+    if args.batch_size is None:  # (neither --batch-size nor a built-in task's default)
+        args.batch_size = DEFAULT_BATCH_SIZE
     select = args.select_metric or DEFAULT_SELECT[task_type]
     if select not in TASK_METRICS[task_type]:
         raise ValueError(f"--select-metric {select} does not apply to --task-type {task_type}; expected one of "
