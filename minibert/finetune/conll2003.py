@@ -9,9 +9,10 @@ are entity-level precision, recall and F1 by CoNLL's rules (ner_metrics.py).
 from __future__ import annotations
 
 
-def load(task_class):
+def load():
+    from minibert.finetune.tasks import Task
     from minibert.data.builtin import conll2003_path
     from minibert.finetune.ner_data import read_tagged
 
     train, eval_, test = (read_tagged(conll2003_path(split)) for split in ("train", "valid", "test"))
-    return task_class("conll2003", "named entities in Reuters news (PER, ORG, LOC, MISC)", train, eval_, test)
+    return Task("conll2003", "named entities in Reuters news (PER, ORG, LOC, MISC)", train, eval_, test)

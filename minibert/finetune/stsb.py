@@ -73,8 +73,9 @@ def read_sts(path) -> ScoredPairs:
     return ScoredPairs(first, second, np.array(scores, dtype=np.float64), str(path))
 
 
-def load(task_class):
+def load():
+    from minibert.finetune.tasks import Task
     from minibert.data.builtin import stsb_path
 
     train, eval_, test = (read_sts(stsb_path(split)) for split in ("train", "dev", "test"))
-    return task_class("stsb", "similarity of two sentences, a score from 0 to 5 (regression)", train, eval_, test)
+    return Task("stsb", "similarity of two sentences, a score from 0 to 5 (regression)", train, eval_, test)

@@ -114,17 +114,17 @@ class TaskSpec:
 
 def _conll2003() -> Task:
     from minibert.finetune import conll2003
-    return conll2003.load(Task)
+    return conll2003.load()
 
 
 def _stsb() -> Task:
     from minibert.finetune import stsb
-    return stsb.load(Task)
+    return stsb.load()
 
 
 def _imdb() -> Task:
     from minibert.finetune import imdb
-    return imdb.load(Task)
+    return imdb.load()
 
 
 def _imdb_wheel():
