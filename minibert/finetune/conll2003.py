@@ -10,7 +10,7 @@ from __future__ import annotations
 
 
 def load():
-    from minibert.finetune.tasks import Task
+    from minibert.finetune.task_data import Task
     from minibert.data.builtin import conll2003_path
     from minibert.finetune.ner_data import read_tagged
 

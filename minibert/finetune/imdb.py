@@ -11,7 +11,7 @@ from __future__ import annotations
 
 
 def load():
-    from minibert.finetune.tasks import Task
+    from minibert.finetune.task_data import Task
     from minibert.data.imdb import load_imdb
     from minibert.finetune.data import Examples
 

@@ -74,7 +74,7 @@ def read_sts(path) -> ScoredPairs:
 
 
 def load():
-    from minibert.finetune.tasks import Task
+    from minibert.finetune.task_data import Task
     from minibert.data.builtin import stsb_path
 
     train, eval_, test = (read_sts(stsb_path(split)) for split in ("train", "dev", "test"))

@@ -27,19 +27,9 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from minibert.finetune.data import Examples, stratified_split
+from minibert.finetune.task_data import Task
 
 SPLIT_SEED = 0
-
-
-@dataclass
-class Task:
-    """A task's data: Examples (text classification), ner_data.TaggedSentences (tokens) or stsb.ScoredPairs
-    (regression)."""
-    name: str
-    description: str
-    train: Examples
-    eval: Examples
-    test: Examples
 
 
 def wiki_topics() -> Task:
