@@ -144,10 +144,12 @@ def save_chart(bench: dict, path: Path) -> Path | None:
         width = 0.8 / len(bars)
         for j, (_, value, colour) in enumerate(bars):
             ax.bar(x - 0.4 + width * (j + 0.5), value, width, color=colour)
-            ax.text(x - 0.4 + width * (j + 0.5), value + 1, f"{value:.0f}", ha="center", fontsize=7)
+            ax.text(x - 0.4 + width * (j + 0.5), max(value, 0) + 1, f"{value:.0f}", ha="center", fontsize=7)
     ax.set_xticks(range(len(rows)), labels=[f"{r['task']}\n({METRIC_LABELS.get(r['metric'], r['metric'])})"
                                             for r in rows])
-    ax.set_ylim(0, 105)
+    lowest = min([0.0] + [r["mean"] for r in rows] + [v for r in rows for v in r["baselines"].values()])
+    ax.set_ylim(min(0.0, lowest - 5), 105)  # (a correlation may be below 0)
+    ax.axhline(0, color="black", linewidth=0.6)
     ax.set_ylabel("test score (%)")
     ax.set_title(f"{bench['model']}: blue minibert, grey baselines, orange BERT-base published"
                  + (" (--quick)" if bench["quick"] else ""), fontsize=9)

@@ -2,6 +2,7 @@
 with the tasks read from fixture files; `minibert finetune --task stsb` gives a model transformers reads as a
 regression."""
 
+import importlib.util
 import json
 
 import numpy as np
@@ -50,6 +51,22 @@ def test_a_finished_task_is_not_run_again(tmp_path):
     assert "92.4 (BERT-base, CoNLL-2003 test (dev 96.4); Devlin et al. 2019)" in text
 
 
+def test_without_matplotlib_the_chart_is_skipped_with_a_note(tmp_path, monkeypatch):
+    from minibert.finetune.bench import save_bench
+    from minibert.viz import mpl
+
+    def no_matplotlib(*args, **kwargs):
+        raise ImportError("No module named 'matplotlib'")
+    monkeypatch.setattr(mpl, "new_figure", no_matplotlib)
+    bench = run_bench("m", ["stsb"], tmp_path, [0], False, lambda *a: fake_metrics("stsb", 0), log=lambda m: None,
+                      progress=False)
+    lines = []
+    save_bench(bench, tmp_path, log=lines.append)
+    assert (tmp_path / "bench.md").exists() and (tmp_path / "bench.json").exists()
+    assert not (tmp_path / "bench.png").exists()
+    assert any("matplotlib is not installed, so no bench.png" in line for line in lines)
+
+
 def test_quick_bench_end_to_end_and_resumed(small_tasks, tmp_path, capsys):  # noqa: F811
     pytest.importorskip("sklearn")
     model = make_tiny_model_dir(tmp_path / "model")
@@ -62,6 +79,8 @@ def test_quick_bench_end_to_end_and_resumed(small_tasks, tmp_path, capsys):  # n
     assert [row["task"] for row in bench["rows"]] == ["conll2003", "stsb"] and bench["quick"]
     assert set(bench["rows"][0]["baselines"]) == {"feature tagger (CRF)"}
     assert "--quick: a smoke run" in (tmp_path / "bench" / "bench.md").read_text()
+    if importlib.util.find_spec("matplotlib"):
+        assert (tmp_path / "bench" / "bench.png").stat().st_size > 1000
     metrics = json.loads((tmp_path / "bench" / "stsb-seed0" / "metrics.json").read_text())
     assert metrics["settings"]["epochs"] == 1 and metrics["num_test"] == 4
     assert main(argv) == 0
