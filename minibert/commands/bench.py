@@ -18,7 +18,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.epilog = """examples:
   minibert bench --model minilm --out runs/bench
   minibert bench --model minilm --tasks conll2003 stsb --seeds 0 1 2 --out runs/bench
-  minibert bench --model mini --quick --out runs/bench-smoke      (a smoke run: a minute or two)
+  minibert bench --model minilm --quick --out runs/bench-smoke    (a smoke run: a few minutes)
 See docs/tasks.md."""
     parser.add_argument("--model", default="minilm", metavar="DIR",
                         help="checkpoint folder, pre-training run folder, or 'minilm' (the built-in all-MiniLM-L6-v2; "
