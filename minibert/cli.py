@@ -24,6 +24,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "similarity": ("minibert.commands.similarity", "cosine similarity of two sentences"),
     "finetune": ("minibert.commands.finetune",
                  "fine-tune a text classifier, a word tagger (NER) or an extractive QA model"),
+    "bench": ("minibert.commands.bench",
+              "fine-tune a model on every built-in task and table its scores beside baselines and BERT-base's"),
     "predict": ("minibert.commands.predict", "classify texts, tag words or answer questions with a fine-tuned model"),
     "attention": ("minibert.commands.attention", "draw attention maps (PNG) or an interactive HTML view"),
     "plot": ("minibert.commands.plot", "plot training curves of a run folder"),

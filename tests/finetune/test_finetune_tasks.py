@@ -39,5 +39,19 @@ def test_drug_reviews():
 
 
 def test_unknown_task():
-    with pytest.raises(ValueError, match="unknown task 'imdb'; expected one of wiki-topics, drug-reviews"):
-        load_task("imdb")
+    with pytest.raises(ValueError, match="unknown task 'sst2'; expected one of wiki-topics, drug-reviews, "
+                                         "conll2003, stsb, imdb"):
+        load_task("sst2")
+
+
+def test_imdb_is_the_fixed_split_of_the_reviews():
+    from minibert.data.imdb import IMDB_PACKAGE
+    from minibert.data.wheels import wheel_path
+    try:
+        wheel_path(IMDB_PACKAGE, "the IMDB reviews")
+    except FileNotFoundError:
+        pytest.skip("the IMDB wheel is not downloaded")
+    task = load_task("imdb")
+    assert (len(task.train), len(task.eval), len(task.test)) == (24789, 4958, 19831)
+    assert set(task.train.labels) == set(task.test.labels) == {"negative", "positive"}
+    assert not set(task.train.texts[:2000]) & set(task.test.texts)

@@ -86,7 +86,7 @@ def test_hand_written_fixtures_train_for_one_epoch(tmp_path, capsys, monkeypatch
     (["--eval", str(FIXTURES / "ner_small.jsonl")], r"ner_small.jsonl: sentence 1 has tag 'B-LOC', whose type is "
                                                      r"not in the training data .* \(entity types there: PER\)"),
     (["--task", "drug-reviews"], "text classification task"),
-    (["--baseline"], "--baseline applies to text classification only"),
+    (["--baseline-only"], "--baseline-only applies to text classification only"),
     (["--select-metric", "accuracy"], "--select-metric accuracy does not apply to --task-type tokens"),
 ])
 def test_bad_input_is_one_line_before_training(tmp_path, capsys, extra, message):

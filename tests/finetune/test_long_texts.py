@@ -65,15 +65,17 @@ def _keyword_at_the_end(n, seed):
     return rows
 
 
-@pytest.mark.parametrize("long_texts,learns", [("windows", True), ("truncate", False)])
-def test_windows_read_what_truncation_cuts_off(tmp_path, capsys, long_texts, learns):
+@pytest.mark.parametrize("long_texts,learns,epochs", [("windows", True, 20), ("head-tail", True, 40),
+                                                      ("truncate", False, 20)])
+def test_windows_read_what_truncation_cuts_off(tmp_path, capsys, long_texts, learns, epochs):
+    # (head-tail reads one example a text, where windows read two or three: it takes more epochs)
     model = make_model_dir(tmp_path / "model", max_position_embeddings=16)
     train = write_rows(tmp_path / "train.csv", _keyword_at_the_end(150, 0))
     test = write_rows(tmp_path / "test.csv", _keyword_at_the_end(30, 1))
     out = tmp_path / "out"
     code = main(["finetune", "--model", str(model), "--train", train, "--test", test, "--out", str(out),
-                 "--long-texts", long_texts, "--epochs", "20", "--lr", "2e-3", "--dropout", "0", "--batch-size", "8",
-                 "--procs", "1",
+                 "--long-texts", long_texts, "--epochs", str(epochs), "--lr", "2e-3", "--dropout", "0",
+                 "--batch-size", "8", "--procs", "1",
                  "--no-progress", "--json"])
     assert code == 0
     summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])

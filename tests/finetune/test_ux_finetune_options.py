@@ -233,7 +233,8 @@ def test_the_tagger_notes_say_what_a_cut_word_means_for_each_split(data, tmp_pat
     ([], "give either --train FILE or --task NAME (and not both)"),
     (["--task", "wiki-topics", "--train", "{tmp}/train.csv"], "give either --train FILE or --task NAME (and not both)"),
     (["--task-type", "tokens", "--task", "wiki-topics"],
-     "--task wiki-topics is a text classification task; it does not go with --task-type tokens (give --train FILE)"),
+     "--task wiki-topics is a text classification task; it does not go with --task-type tokens (drop --task-type, "
+     "or give --train FILE)"),
     (["--task-type", "qa", "--task", "wiki-topics", "--text-column", "x"],  # (the --task, before its options)
      "--task wiki-topics is a text classification task; it does not go with --task-type qa"),
     (["--task-type", "qa"], "--task-type qa needs --train FILE"),

@@ -1,0 +1,100 @@
+"""minibert bench: fine-tune a model on every built-in task with the tasks' defaults; print and save the table of
+its test scores beside the baselines' and BERT-base's published figures (finetune/bench.py does the work)."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from minibert.finetune.tasks import TASKS
+
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.description = (
+        "Fine-tune --model on each built-in task (minibert finetune --task NAME with the task's defaults, which fit\n"
+        "about 15 minutes of MiniLM on 2 cores each, and its baselines), then print and save the table:\n"
+        "bench.md, bench.json and bench.png in --out, with BERT-base's published figures as a reference row.\n"
+        "A finished task (its result .json in --out) is not run again: an interrupted bench resumes.")
+    parser.epilog = """examples:
+  minibert bench --model minilm --out runs/bench
+  minibert bench --model minilm --tasks conll2003 stsb --seeds 0 1 2 --out runs/bench
+  minibert bench --model minilm --quick --out runs/bench-smoke    (a smoke run: a few minutes)
+See docs/tasks.md."""
+    parser.add_argument("--model", default="minilm", metavar="DIR",
+                        help="checkpoint folder, pre-training run folder, or 'minilm' (the built-in all-MiniLM-L6-v2; "
+                             "default)")
+    parser.add_argument("--tasks", nargs="+", choices=tuple(TASKS), default=list(TASKS), metavar="TASK",
+                        help=f"the tasks to run (default: all: {', '.join(TASKS)})")
+    parser.add_argument("--seeds", nargs="+", type=int, default=[0], metavar="N",
+                        help="one run per task and seed; the table gives their mean and spread (default: 0)")
+    parser.add_argument("--out", default="runs/bench", metavar="DIR",
+                        help="where each run's folder, its result .json and the table go (default runs/bench)")
+    parser.add_argument("--quick", action="store_true",
+                        help="a smoke run: 48 training examples, 1 epoch, eval and test on 24, every task")
+    parser.add_argument("--no-baselines", action="store_true", help="skip the baselines (they need scikit-learn)")
+    parser.add_argument("--procs", default=None, metavar="N",
+                        help="processes of each fine-tuning run, as minibert finetune's --procs (auto: 2 on a "
+                             "machine with 2 or more cores, each run then in a process of its own; 1: every run in "
+                             "this process) [auto]")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+
+
+def _finetune_args(args, name: str, seed: int, folder, quick: bool, procs: int) -> list[str]:
+    from minibert.finetune.bench import QUICK
+
+    argv = ["--task", name, "--model", args.model, "--seed", str(seed), "--out", str(folder), "--overwrite",
+            "--procs", str(procs)]
+    if not args.no_baselines:
+        argv.append("--baseline")
+    if args.no_progress:
+        argv.append("--no-progress")
+    if quick:
+        for option, value in QUICK.items():
+            argv += [f"--{option.replace('_', '-')}", str(value)]
+    return argv
+
+
+def run(args) -> int:
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from minibert.commands import finetune
+    from minibert.finetune.bench import run_bench, save_bench
+    from minibert.finetune.model_source import resolve_model
+    from minibert.finetune.tasks import TASKS
+
+    if min(args.seeds) < 0:
+        raise ValueError(f"--seeds must be non-negative integers, got {min(args.seeds)}")
+    # every check before the first run: the model folder, each task's data, scikit-learn for the baselines
+    resolve_model(args.model)
+    for name in args.tasks:
+        TASKS[name].check_data()
+    if not args.no_baselines:
+        from minibert.finetune.baseline import _import_sklearn
+        _import_sklearn()
+
+    from minibert.training.procs import resolve_procs
+    procs = resolve_procs(args.procs, 16, None)  # (16: every task's batch divides by it)
+
+    def run_finetune(name, seed, folder, quick):
+        argv = _finetune_args(args, name, seed, folder, quick, procs)
+        if procs > 1:  # the ranks of --procs replace their process: a process of its own
+            code = subprocess.run([sys.executable, "-m", "minibert", "finetune", *argv]).returncode
+        else:
+            parser = argparse.ArgumentParser(prog="minibert finetune")
+            finetune.add_arguments(parser)
+            fargs = parser.parse_args(argv)
+            fargs.argv = ["finetune", *argv]
+            code = finetune.run(fargs)
+        if code:
+            raise ValueError(f"the run of task {name} (seed {seed}) failed with status {code}; the tasks "
+                               f"finished before it are kept in {args.out}/")
+        return json.loads((Path(folder) / "metrics.json").read_text(encoding="utf-8"))
+
+    out = Path(args.out)
+    bench = run_bench(args.model, args.tasks, out, args.seeds, args.quick, run_finetune,
+                      progress=not args.no_progress)
+    save_bench(bench, out)
+    return 0

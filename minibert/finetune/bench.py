@@ -1,0 +1,169 @@
+"""`minibert bench`: fine-tune one model on every built-in task (finetune/tasks.py) with the tasks' defaults, and
+put its test scores beside the baselines' and BERT-base's published figures in one table (Markdown, JSON and a
+bar chart).
+
+Each (task, seed) run writes its metrics.json into OUT/<task>-seed<seed>/ and, once finished, a result file
+OUT/<task>-seed<seed>.json: a bench started again skips the runs whose result file is there (resumable), and
+redoes an interrupted one from the start. `quick` is a smoke run: tiny training subsets, one epoch, tiny eval
+and test slices.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+
+from minibert.finetune.tasks import TASKS
+
+QUICK = {"max_train_examples": 48, "epochs": 1, "max_eval_examples": 24}  # a smoke run's options, every task
+
+# Where each kind of run's metrics.json keeps the baselines' headline numbers: (name in the table, path).
+BASELINES = {"sequence": (("TF-IDF + logistic regression", ("baseline", "test", "accuracy")),),
+             "tokens": (("feature tagger ({method})", ("baseline", "test", "f1")),),
+             "regression": (("TF-IDF cosine", ("baseline", "tfidf_cosine", "test", "spearman")),
+                            ("zero-shot cosine of the starting model", ("baseline", "zero_shot_cosine", "test",
+                                                                        "spearman")))}
+
+
+def _get(record: dict, path):
+    for key in path:
+        if not isinstance(record, dict) or record.get(key) is None:
+            return None
+        record = record[key]
+    return record
+
+
+def result_of(name: str, seed: int, metrics: dict) -> dict:
+    """The bench's record of one run: the task's test metrics (in percent), its baselines', the time."""
+    spec = TASKS[name]
+    scores = {metric: 100 * metrics["test"][metric] for metric in spec.metrics if metric in metrics["test"]}
+    method = {"features+crf": "CRF", "features+logistic_regression": "logistic regression"}.get(
+        _get(metrics, ("baseline", "method")), "")
+    baselines = {label.format(method=method): 100 * value for label, path in BASELINES[spec.kind]
+                 if (value := _get(metrics, path)) is not None}
+    return {"task": name, "seed": seed, "metric": spec.metrics[0], "test": scores, "baselines": baselines,
+            "epochs": metrics["settings"]["epochs"], "lr": metrics["settings"]["lr"],
+            "max_length": metrics["settings"]["max_length"], "num_train": metrics["num_train"],
+            "num_test": metrics["num_test"], "train_time_s": metrics["train_time_s"],
+            "wall_time_s": metrics.get("wall_time_s")}
+
+
+def run_bench(model: str, tasks: list[str], out: Path, seeds: list[int], quick: bool, finetune, log=print,
+              progress: bool = True) -> dict:
+    """Fine-tune `model` on each task and seed not yet done: finetune(task, seed, run folder, quick) runs one
+    `minibert finetune --task` and returns its metrics.json as a dict. Returns the table (table())."""
+    from minibert._progress import tqdm
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    jobs = [(name, seed) for name in tasks for seed in seeds]
+    done = {job: out / f"{job[0]}-seed{job[1]}.json" for job in jobs}
+    todo = [job for job in jobs if not done[job].exists()]
+    if len(todo) < len(jobs):
+        log(f"bench: {len(jobs) - len(todo)} of {len(jobs)} runs already finished in {out}/ (kept; delete their "
+            f".json to redo them)")
+    bar = tqdm(total=len(jobs), initial=len(jobs) - len(todo), desc="bench", unit="run", disable=not progress)
+    started = time.perf_counter()
+    for i, (name, seed) in enumerate(todo):
+        bar.set_postfix_str(f"{name} seed {seed}")
+        log(f"\nbench: {name}, seed {seed} ({i + 1} of {len(todo)} to run)")
+        metrics = finetune(name, seed, out / f"{name}-seed{seed}", quick)
+        _write(done[(name, seed)], json.dumps(result_of(name, seed, metrics), indent=2) + "\n")
+        bar.update(1)
+        elapsed = time.perf_counter() - started
+        left = len(todo) - i - 1
+        if left:
+            log(f"bench: {elapsed / 60:.1f} min so far; about {elapsed / (i + 1) * left / 60:.1f} min left for "
+                f"{left} more run{'s' if left > 1 else ''} (at this pace)")
+    bar.close()
+    results = [json.loads(done[job].read_text(encoding="utf-8")) for job in jobs]
+    return table(model, results, quick)
+
+
+def _write(path: Path, text: str):
+    from minibert.io.atomic import atomic_write_text
+    atomic_write_text(path, text)
+
+
+def table(model: str, results: list[dict], quick: bool) -> dict:
+    """One row per task: the model's headline test metric (mean and spread over seeds), the baselines', and
+    BERT-base's published figure."""
+    rows = []
+    for name in dict.fromkeys(r["task"] for r in results):
+        runs = [r for r in results if r["task"] == name]
+        metric = runs[0]["metric"]
+        values = np.array([r["test"][metric] for r in runs])
+        published = TASKS[name].published
+        rows.append({"task": name, "metric": metric, "seeds": [r["seed"] for r in runs],
+                     "mean": float(values.mean()), "std": float(values.std()) if len(values) > 1 else None,
+                     "baselines": {label: float(np.mean([r["baselines"][label] for r in runs]))
+                                   for label in runs[0]["baselines"]},
+                     "published": None if published is None else vars(published),
+                     "train_minutes": float(np.mean([r["train_time_s"] for r in runs])) / 60,
+                     "num_train": runs[0]["num_train"], "num_test": runs[0]["num_test"]})
+    return {"model": model, "quick": quick, "rows": rows}
+
+
+METRIC_LABELS = {"accuracy": "accuracy", "f1": "entity F1", "spearman": "Spearman"}
+
+
+def markdown(bench: dict) -> str:
+    quick = " (--quick: a smoke run on tiny slices; the numbers mean nothing)" if bench["quick"] else ""
+    lines = [f"minibert bench, model {bench['model']}{quick}", "",
+             "| task | test metric | minibert | baselines | BERT-base, published | train min | train / test |",
+             "|---|---|---|---|---|---|---|"]
+    for row in bench["rows"]:
+        score = f"{row['mean']:.1f}" + (f" ± {row['std']:.1f} ({len(row['seeds'])} seeds)" if row["std"] is not None
+                                        else "")
+        baselines = "; ".join(f"{label} {value:.1f}" for label, value in row["baselines"].items()) or "-"
+        published = row["published"]
+        reference = f"{published['value']:.1f} ({published['note']})" if published else "-"
+        lines.append(f"| {row['task']} | {METRIC_LABELS.get(row['metric'], row['metric'])} | {score} | {baselines} | "
+                     f"{reference} | {row['train_minutes']:.1f} | {row['num_train']:,} / {row['num_test']:,} |")
+    return "\n".join(lines) + "\n"
+
+
+def save_chart(bench: dict, path: Path) -> Path | None:
+    """Bars per task: minibert, its baselines, BERT-base's published figure. None without matplotlib."""
+    from minibert.viz.mpl import new_figure, save_figure
+
+    rows = bench["rows"]
+    try:
+        fig = new_figure((2.2 + 2.2 * len(rows), 4.2))
+    except ImportError:
+        return None
+    ax = fig.subplots()
+    for x, row in enumerate(rows):
+        bars = [("minibert", row["mean"], "tab:blue")]
+        bars += [(label, value, "tab:gray") for label, value in row["baselines"].items()]
+        if row["published"]:
+            bars.append(("BERT-base, published", row["published"]["value"], "tab:orange"))
+        width = 0.8 / len(bars)
+        for j, (_, value, colour) in enumerate(bars):
+            ax.bar(x - 0.4 + width * (j + 0.5), value, width, color=colour)
+            ax.text(x - 0.4 + width * (j + 0.5), max(value, 0) + 1, f"{value:.0f}", ha="center", fontsize=7)
+    ax.set_xticks(range(len(rows)), labels=[f"{r['task']}\n({METRIC_LABELS.get(r['metric'], r['metric'])})"
+                                            for r in rows])
+    lowest = min([0.0] + [r["mean"] for r in rows] + [v for r in rows for v in r["baselines"].values()])
+    ax.set_ylim(min(0.0, lowest - 5), 105)  # (a correlation may be below 0)
+    ax.axhline(0, color="black", linewidth=0.6)
+    ax.set_ylabel("test score (%)")
+    ax.set_title(f"{bench['model']}: blue minibert, grey baselines, orange BERT-base published"
+                 + (" (--quick)" if bench["quick"] else ""), fontsize=9)
+    save_figure(fig, Path(path))
+    return Path(path)
+
+
+def save_bench(bench: dict, out: Path, log=print) -> None:
+    """bench.md, bench.json and bench.png (the chart, when matplotlib is installed) in `out`."""
+    text = markdown(bench)
+    _write(out / "bench.md", text)
+    _write(out / "bench.json", json.dumps(bench, indent=2) + "\n")
+    log("\n" + text)
+    chart = save_chart(bench, out / "bench.png")
+    if chart is None:
+        log("note: matplotlib is not installed, so no bench.png (pip install 'minibert[plot]')")
+    log(f"saved bench.md, bench.json{' and bench.png' if chart else ''} to {out}/")

