@@ -14,4 +14,9 @@ fi
 # --dist loadgroup keeps the course's chapters and the documentation site (which shows their outputs) on one
 # worker, in that order.
 export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
+# What the tests write to temporary folders (pytest's tmp_path, Chromium's scratch folders, ...) goes into one
+# folder of its own, removed when the run ends, whatever its outcome.
+TMPDIR="$(mktemp -d "${TMPDIR:-/tmp}/minibert-tests.XXXXXX")"
+export TMPDIR
+trap 'rm -rf "$TMPDIR"' EXIT
 python3 -m pytest -n 2 --dist loadgroup -q -p no:cacheprovider "$@"

@@ -1,6 +1,7 @@
 """Shared test set-up: one BLAS thread per test process (tests run in parallel processes; two BLAS threads
 per process on two cores make every step ten times slower), and the helpers in tests/helpers/ importable."""
 
+import glob
 import os
 import sys
 
@@ -71,13 +72,16 @@ def _orphans(names):
 def leaves_no_shared_memory():
     """The module's jobs leave nothing in /dev/shm, also those that failed on purpose: memory there is never given
     back until the machine restarts. What another test process (running alongside) still uses is not counted: an
-    entry counts once no process has used it for three looks, a second apart."""
+    entry counts once no process has used it for three looks, a second apart. MPICH's topology files that its
+    aborted jobs leave in /tmp are removed (below)."""
     import time
     if not os.path.isdir(SHARED_MEMORY):
         yield
         return
     before = set(os.listdir(SHARED_MEMORY))
+    topologies = set(glob.glob(HYDRA_TOPOLOGY))
     yield
+    _remove_orphan_topologies(set(glob.glob(HYDRA_TOPOLOGY)) - topologies)
     left = {n for n in os.listdir(SHARED_MEMORY) if n.startswith(LEFT_BEHIND)} - before
     for _ in range(3):
         left = _orphans(left) & set(os.listdir(SHARED_MEMORY))
@@ -85,3 +89,19 @@ def leaves_no_shared_memory():
             break
         time.sleep(1)
     assert not left, f"left in {SHARED_MEMORY}: {sorted(left)}"
+
+
+# MPICH's process manager (hydra) hands each job's processor topology to its proxy in this file, always under /tmp,
+# and removes it when the job ends, but not when a rank calls MPI_Abort, as the tests' failing jobs do on purpose.
+# Only the proxy reads it, as it starts; so a file the module's jobs made is nobody's a few seconds on.
+HYDRA_TOPOLOGY = os.path.join("/tmp", "hydra_hwloc_xmlfile_*")  # hydra names /tmp itself, not $TMPDIR
+
+
+def _remove_orphan_topologies(paths, age=3.0):
+    import time
+    for path in paths:
+        try:
+            time.sleep(max(0.0, age - (time.time() - os.path.getmtime(path))))
+            os.remove(path)
+        except FileNotFoundError:  # its job ended and removed it
+            pass
