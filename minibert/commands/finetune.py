@@ -240,12 +240,11 @@ def run(args) -> int:
 
 def _run_sequence(args, comm) -> int:
     from minibert.finetune.data import label_ids
-    from minibert.finetune.loading import load_for_finetuning
     from minibert.finetune.metrics import format_report
     from minibert.finetune.plots import save_confusion_matrix
     from minibert.finetune.train import encode_examples, evaluate, evaluation, train_classifier
-    from minibert.commands.finetune_setup import (_out_dir, apply_dropout, best_model_saver, load_checked_tokenizer,
-                                                  log_recipe, make_log, max_length_line, setup_training,
+    from minibert.commands.finetune_setup import (_out_dir, best_model_saver, load_checked_tokenizer, log_recipe,
+                                                  make_log, max_length_line, model_to_finetune, setup_training,
                                                   splits_of_this_rank)
 
     started = time.perf_counter()
@@ -281,11 +280,9 @@ def _run_sequence(args, comm) -> int:
         with tempfile.TemporaryDirectory(prefix="minibert-adapted-") as folder:
             adapted = adapt(checkpoint, tokenizer, train.texts, max_length, args.adapt_steps, args.adapt_lr,
                             Path(folder), settings.batch_size, args.seed, log, not args.no_progress and comm.is_root)
-            model = load_for_finetuning(adapted, label_names, seed=args.seed, log=log)
+            model = model_to_finetune(adapted, label_names, args, settings, log)
     else:
-        model = load_for_finetuning(checkpoint, label_names, seed=args.seed, log=log)
-    apply_dropout(model, settings, log)
-    model.set_recompute(args.recompute)
+        model = model_to_finetune(checkpoint, label_names, args, settings, log)
     label2id = model.label2id
     pad_id = tokenizer.pad_token_id
     progress = not args.no_progress

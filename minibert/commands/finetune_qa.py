@@ -89,10 +89,9 @@ def _check_windows(args, prepared, settings, tokenizer):
 
 
 def run_qa(args, comm) -> int:
-    from minibert.commands.finetune_setup import (apply_dropout, best_model_saver, load_checked_tokenizer, log_recipe,
-                                                  make_log, max_length_line, run_summary, setup_training,
+    from minibert.commands.finetune_setup import (best_model_saver, load_checked_tokenizer, log_recipe, make_log,
+                                                  max_length_line, model_to_finetune, run_summary, setup_training,
                                                   splits_of_this_rank, write_summary)
-    from minibert.finetune.loading import load_for_finetuning
     from minibert.finetune.qa_features import build_windows
     from minibert.finetune.qa_predict import DEFAULT_MAX_ANSWER_LENGTH, answer_questions
     from minibert.finetune.squad_metrics import squad_scores
@@ -119,9 +118,7 @@ def run_qa(args, comm) -> int:
     log(f"model: {checkpoint}")
     log(max_length_line(args, config, checkpoint, settings, "qa"))
     log_recipe(settings, log)
-    model = load_for_finetuning(checkpoint, None, seed=args.seed, log=log, cls=BertForQuestionAnswering)
-    apply_dropout(model, settings, log)
-    model.set_recompute(args.recompute)
+    model = model_to_finetune(checkpoint, None, args, settings, log, cls=BertForQuestionAnswering)
     pad_id = tokenizer.pad_token_id
     steps = math.ceil(len(windows['train']) / settings.batch_size) * settings.epochs
     log(f"training: {counted(steps, 'optimizer step')}")

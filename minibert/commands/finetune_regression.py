@@ -28,10 +28,9 @@ def _prepare_scored(args, log):
 
 
 def run_regression(args, comm) -> int:
-    from minibert.commands.finetune_setup import (apply_dropout, best_model_saver, data_source, load_checked_tokenizer,
-                                                  log_recipe, make_log, max_length_line, run_summary, setup_training,
-                                                  splits_of_this_rank, write_summary)
-    from minibert.finetune.loading import load_for_finetuning
+    from minibert.commands.finetune_setup import (best_model_saver, data_source, load_checked_tokenizer, log_recipe,
+                                                  make_log, max_length_line, model_to_finetune, run_summary,
+                                                  setup_training, splits_of_this_rank, write_summary)
     from minibert.finetune.similarity_metrics import format_similarity_report, similarity_metrics
     from minibert.finetune.train import encode_examples, evaluation, fit, predict_logits
 
@@ -49,10 +48,8 @@ def run_regression(args, comm) -> int:
     log(max_length_line(args, config, checkpoint, settings, "regression"))
     log_recipe(settings, log)
     tokenizer = load_checked_tokenizer(tokenizer_dir, config, checkpoint)
-    model = load_for_finetuning(checkpoint, ["score"], seed=args.seed, log=log)
+    model = model_to_finetune(checkpoint, ["score"], args, settings, log)
     model.config.extra["problem_type"] = "regression"  # one output, mean squared error (as transformers)
-    apply_dropout(model, settings, log)
-    model.set_recompute(args.recompute)
     pad_id = tokenizer.pad_token_id
     splits = splits_of_this_rank(comm, train, eval_, test)  # (rank 0 alone evaluates and tests)
     encoded = {name: encode_examples(tokenizer, data.examples(), settings.max_length, settings.progress)

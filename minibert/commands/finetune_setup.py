@@ -213,6 +213,17 @@ def apply_dropout(model, settings, log):
         f"{hint})")
 
 
+def model_to_finetune(checkpoint, labels, args, settings, log, **load):
+    """The model every fine-tuning command trains: the checkpoint's body with a head for `labels`
+    (finetune/loading.py; `load` passes cls=...), the settings' dropout, and --recompute."""
+    from minibert.finetune.loading import load_for_finetuning
+
+    model = load_for_finetuning(checkpoint, labels, seed=args.seed, log=log, **load)
+    apply_dropout(model, settings, log)
+    model.set_recompute(args.recompute)
+    return model
+
+
 def make_log(args):
     if getattr(args, "silent_rank", False):  # a rank other than 0 of --procs N: rank 0 speaks for the job
         return lambda message: None

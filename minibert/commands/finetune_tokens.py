@@ -72,10 +72,9 @@ def _check_words_fit(args, prepared, settings, tokenizer):
 
 
 def run_tokens(args, comm) -> int:
-    from minibert.commands.finetune_setup import (apply_dropout, best_model_saver, data_source, load_checked_tokenizer,
-                                                  log_recipe, make_log, max_length_line, run_summary, setup_training,
-                                                  splits_of_this_rank, write_summary)
-    from minibert.finetune.loading import load_for_finetuning
+    from minibert.commands.finetune_setup import (best_model_saver, data_source, load_checked_tokenizer, log_recipe,
+                                                  make_log, max_length_line, model_to_finetune, run_summary,
+                                                  setup_training, splits_of_this_rank, write_summary)
     from minibert.finetune.ner_metrics import format_entity_report
     from minibert.finetune.tagging import encode_tagged, evaluate_tagger, padded_labels
     from minibert.layers.loss import IGNORE_INDEX
@@ -97,9 +96,7 @@ def run_tokens(args, comm) -> int:
     log_recipe(settings, log)
     tokenizer = load_checked_tokenizer(tokenizer_dir, config, checkpoint)
     _check_words_fit(args, prepared, settings, tokenizer)
-    model = load_for_finetuning(checkpoint, tag_names, seed=args.seed, log=log, cls=BertForTokenClassification)
-    apply_dropout(model, settings, log)
-    model.set_recompute(args.recompute)
+    model = model_to_finetune(checkpoint, tag_names, args, settings, log, cls=BertForTokenClassification)
     tag2id, pad_id = model.label2id, tokenizer.pad_token_id
     encoded = {name: encode_tagged(tokenizer, data, tag2id, settings.max_length)  # (rank 0 alone evaluates and tests)
                for name, data in splits_of_this_rank(comm, train, eval_, test).items()}
