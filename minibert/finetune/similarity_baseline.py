@@ -19,21 +19,19 @@ from minibert.finetune.similarity_metrics import similarity_metrics
 from minibert.finetune.stsb import ScoredPairs
 
 
-def _row_cosines(a, b) -> np.ndarray:
-    """(N,) cosines of the rows of two (N, D) matrices (dense or scipy sparse)."""
-    dot = np.asarray(a.multiply(b).sum(axis=1)).ravel() if hasattr(a, "multiply") else (a * b).sum(axis=1)
-    norm = lambda m: np.sqrt(np.asarray(m.multiply(m).sum(axis=1)).ravel() if hasattr(m, "multiply")  # noqa: E731
-                             else (m * m).sum(axis=1))
-    return dot / np.maximum(norm(a) * norm(b), 1e-12)
-
-
 def tfidf_cosine(train: ScoredPairs, splits: dict) -> dict:
     from minibert.finetune.baseline import _import_sklearn
 
     TfidfVectorizer, _ = _import_sklearn()
     vectorizer = TfidfVectorizer(sublinear_tf=True, strip_accents="unicode").fit(train.first + train.second)
-    return {name: similarity_metrics(_row_cosines(vectorizer.transform(data.first), vectorizer.transform(data.second)),
-                                     data.scores) for name, data in splits.items()}
+    metrics = {}
+    for name, data in splits.items():
+        # TfidfVectorizer's rows have unit length (its norm="l2"), so a row's dot product is the cosine; a
+        # sentence with no word of the vocabulary is a zero row, with cosine 0
+        first, second = vectorizer.transform(data.first), vectorizer.transform(data.second)  # (N, V) sparse
+        cosines = np.asarray(first.multiply(second).sum(axis=1)).ravel()  # (N,)
+        metrics[name] = similarity_metrics(cosines, data.scores)
+    return metrics
 
 
 def embedding_cosine(checkpoint, splits: dict, max_length: int) -> dict:
