@@ -32,12 +32,28 @@ def parse_args():
     add_arguments(p)
     p.description = __doc__
     p.add_argument("--threads", type=int, default=2, help="torch threads (default 2)")
-    argv = sys.argv[1:]
-    args = p.parse_args(argv)
+    p.add_argument("--reference-only", action="store_true",
+                   help="run transformers alone (minibert's run of the same seed made apart, e.g. on another core)")
+    args = p.parse_args(sys.argv[1:])
+    argv = _finetune_argv(sys.argv[1:])
     if args.task not in KINDS:
         p.error(f"--task must be one of {', '.join(KINDS)}")
     args.argv = argv
     return args
+
+
+def _finetune_argv(argv: list[str]) -> list[str]:
+    """The arguments `minibert finetune` takes: those of this script's own options (--threads N,
+    --reference-only) left out."""
+    kept, skip = [], False
+    for a in argv:
+        if skip:
+            skip = False
+        elif a == "--threads":
+            skip = True
+        elif not a.startswith(("--threads=", "--reference-only")):
+            kept.append(a)
+    return kept
 
 
 def prepared(args):
@@ -203,9 +219,12 @@ def main():
         print(f"{args.task}: {len(train)} train / {len(eval_)} eval / {len(test)} test; lr {settings.lr:g}, "
               f"{settings.epochs} epochs, batch {settings.batch_size}, max length {settings.max_length}, seed "
               f"{settings.seed}", flush=True)
-        ours = run_minibert(args, out)
+        ours = None if args.reference_only else run_minibert(args, out)
         theirs = run_reference(args, train, eval_, test, settings, checkpoint, tag_names)
     metric = {"tokens": "f1", "regression": "spearman"}[args.task_type]
+    if ours is None:
+        print(json.dumps({"reference": theirs, "seed": settings.seed}))
+        return
     print(f"\n{'':24}{'minibert':>10}{'transformers':>14}")
     for name in (metric, "pearson" if metric == "spearman" else "token_accuracy"):
         print(f"{'test ' + name:24}{ours['test'][name]:>10.4f}{theirs[name]:>14.4f}")

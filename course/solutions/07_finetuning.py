@@ -33,3 +33,17 @@ def macro_f1(y_true, y_pred, num_classes):
                    where=precision + recall > 0)  # (C,)
     present = (cm.sum(axis=0) + cm.sum(axis=1)) > 0  # classes in the truth or the predictions
     return float(f1[present].mean())
+
+
+def spearman(x, y):
+    def ranks(v):
+        order = np.argsort(v, kind="stable")
+        r = np.empty(len(v))
+        r[order] = np.arange(1, len(v) + 1)  # (N,) ranks, ties still in the order they came
+        for value in np.unique(v):
+            tied = v == value
+            r[tied] = r[tied].mean()  # the tied share the mean of their ranks
+        return r
+    rx, ry = ranks(x), ranks(y)
+    dx, dy = rx - rx.mean(), ry - ry.mean()
+    return float((dx * dy).sum() / np.sqrt((dx * dx).sum() * (dy * dy).sum()))

@@ -75,7 +75,8 @@ def setup_training(args, task_type, num_train: int | None = None):
     if adapt_steps:
         from minibert.finetune.adapt import check_adaptable
         check_adaptable(checkpoint)
-    recipe = choose_recipe(config, max_length, given, task_type, pairs, num_train)
+    recipe = choose_recipe(config, max_length, given, task_type, pairs, num_train,
+                           published_lr=getattr(args, "task_published_lr", None))
     task_defaults = getattr(args, "task_defaults", {})  # (a built-in task's values: not flags, said in the log)
     recipe.flags = tuple(name for name in recipe.flags if name not in task_defaults)
     # (sequence: set again once tokenized. --epochs 0 and --batch-size 0 reach validate() below, to be refused)
@@ -318,6 +319,7 @@ def take_task_defaults(args) -> None:
     args.task_defaults = {name: value for name, value in spec.defaults.items() if getattr(args, name) is None}
     for name, value in args.task_defaults.items():
         setattr(args, name, value)
+    args.task_published_lr = spec.published_lr  # (the recipe's, for a published-size model with no --lr)
 
 
 def load_builtin_task(args, log):

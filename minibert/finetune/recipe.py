@@ -56,15 +56,17 @@ def model_kind(config) -> str:
 
 
 def choose_recipe(config, max_length: int, given: dict, task_type: str = "sequence", pairs: bool = False,
-                  num_train: int | None = None) -> Recipe:
+                  num_train: int | None = None, published_lr: float | None = None) -> Recipe:
     """The recipe for a model (its BertConfig) at a run's max length. `given`: the values set by flags (None for
     those not given), which win. Windows apply to the single texts of text classification only (pairs are
     truncated, longest first); epochs are 3 for --task-type qa. num_train: the training sentences of a tagger
-    (tokens), whose learning rate depends on how many there are (None: not known yet, as for plenty)."""
+    (tokens), whose learning rate depends on how many there are (None: not known yet, as for plenty).
+    published_lr: a built-in task's learning rate for a published-size model, measured on that task (tasks.py),
+    in place of BERT's 3e-5; a small model keeps its own."""
     small = model_kind(config) == "small"
-    lr = 5e-4 if small else 3e-5
+    lr = 5e-4 if small else (published_lr or 3e-5)
     if task_type == "tokens" and not small and num_train is not None and num_train < SMALL_TOKEN_DATA:
-        lr = TOKENS_SMALL_DATA_LR
+        lr = max(lr, TOKENS_SMALL_DATA_LR)
     values = {"lr": lr, "dropout": 0.1 if small else None,
               "epochs": 3 if task_type == "qa" else None,
               "long_texts": ("windows" if task_type == "sequence" and not pairs and config.max_tokens < WINDOWS_BELOW
@@ -74,8 +76,12 @@ def choose_recipe(config, max_length: int, given: dict, task_type: str = "sequen
     values.update({name: given[name] for name in flags})
     kind = (f"small model (hidden size {config.hidden_size} <= {SMALL_HIDDEN})" if small else
             f"published-size model (hidden size {config.hidden_size} > {SMALL_HIDDEN}), BERT's recipe")
-    if lr == TOKENS_SMALL_DATA_LR and "lr" not in flags:
-        kind += f", a higher lr for a tagger on fewer than {SMALL_TOKEN_DATA:,} sentences"
+    if not small and "lr" not in flags:
+        if lr == TOKENS_SMALL_DATA_LR and task_type == "tokens" and num_train is not None \
+                and num_train < SMALL_TOKEN_DATA:
+            kind += f", a higher lr for a tagger on fewer than {SMALL_TOKEN_DATA:,} sentences"
+        elif published_lr:
+            kind += f" with the task's lr {published_lr:g}"
     return Recipe(kind=kind, flags=flags, **values)
 
 

@@ -164,6 +164,14 @@ def f1_averaged_over_absent_classes(ns):
     return f1
 
 
+def spearman_ties_ranked_in_order(ns):
+    def spearman(x, y):
+        rx, ry = np.argsort(np.argsort(x)) + 1.0, np.argsort(np.argsort(y)) + 1.0  # ties get distinct ranks
+        dx, dy = rx - rx.mean(), ry - ry.mean()
+        return float((dx * dy).sum() / np.sqrt((dx * dx).sum() * (dy * dy).sum()))
+    return spearman
+
+
 def state_without_gradients(ns):
     right = _solution("08_cost", "training_state_bytes")
     return lambda cfg: right(cfg) * 3 // 4  # parameters and moments, the gradients forgotten
@@ -218,7 +226,7 @@ WRONG = {
     "06_pretraining": {"mask_bernoulli": exact_k_masking, "masked_accuracy": accuracy_over_every_row,
                        "unigram_bias": unigram_bias_unnormalised},
     "07_finetuning": {"best_span": span_end_before_start, "first_piece_labels": every_piece_labelled,
-                      "macro_f1": f1_averaged_over_absent_classes},
+                      "macro_f1": f1_averaged_over_absent_classes, "spearman": spearman_ties_ranked_in_order},
     "08_cost": {"training_state_bytes": state_without_gradients, "best_segment": segment_of_square_root,
                 "recompute_backward": recompute_derivative_at_the_input},
     "09_descendants": {"albert_parameters": albert_without_projection, "corrupt": every_sample_counted_replaced,

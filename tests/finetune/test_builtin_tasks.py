@@ -1,23 +1,13 @@
 """The built-in tasks conll2003 and stsb: their loaders (fixture files, and the real data where installed),
 their metrics against references, their baselines, and bad data as one line before any model loads."""
 
-import importlib.metadata
-
 import numpy as np
 import pytest
 
 from minibert.cli import main
 from minibert.finetune import similarity_metrics as sm
 from minibert.finetune.tasks import TASKS, load_task
-from tests.finetune.task_fixtures import small_tasks  # noqa: F401 (a fixture)
-
-
-def installed(package) -> bool:
-    try:
-        importlib.metadata.distribution(package)
-        return True
-    except importlib.metadata.PackageNotFoundError:
-        return False
+from tests.finetune.task_fixtures import installed, small_tasks  # noqa: F401 (a fixture)
 
 
 def test_conll2003_reads_four_columns_skips_docstart_and_keeps_iob2(small_tasks):  # noqa: F811

@@ -56,7 +56,7 @@ def test_pairs_are_truncated_and_qa_takes_3_epochs():
 
 def test_a_tagger_gets_its_steps_and_on_little_data_a_higher_lr():
     # ~1,900 sentences at 3e-5 for 3 epochs (162 steps) learned to say O everywhere: the recipe gives them 300
-    # steps and lr 1e-4; CoNLL-2003's 14,041 sentences keep BERT's 3e-5 and 3 epochs (439 steps each)
+    # steps and lr 1e-4; 14,041 sentences of one's own keep BERT's 3e-5 and 3 epochs (439 steps each)
     small = choose_recipe(MINILM, 128, NO_FLAGS, "tokens", num_train=1900)
     assert small.lr == 1e-4 and small.epochs is None and epochs_for(1900, 32) == 5
     assert "fewer than 5,000 sentences" in small.kind
@@ -64,6 +64,39 @@ def test_a_tagger_gets_its_steps_and_on_little_data_a_higher_lr():
     assert large.lr == 3e-5 and epochs_for(14041, 32) == 3
     assert choose_recipe(MINI, 64, NO_FLAGS, "tokens", num_train=100).lr == 5e-4  # a small model: its own lr
     assert choose_recipe(MINILM, 128, {**NO_FLAGS, "lr": 2e-5}, "tokens", num_train=100).lr == 2e-5
+
+
+def test_a_tasks_learning_rate_is_a_published_size_models_only():
+    # stsb measured MiniLM at 1e-4 (tasks.py); the mini keeps its 5e-4, and --lr still wins
+    task = choose_recipe(MINILM, 128, NO_FLAGS, "regression", pairs=True, published_lr=1e-4)
+    assert task.lr == 1e-4 and "with the task's lr 0.0001" in task.kind and task.flags == ()
+    assert choose_recipe(MINI, 64, NO_FLAGS, "regression", pairs=True, published_lr=1e-4).lr == 5e-4
+    flagged = choose_recipe(MINILM, 128, {**NO_FLAGS, "lr": 2e-5}, "regression", pairs=True, published_lr=1e-4)
+    assert flagged.lr == 2e-5 and "task's lr" not in flagged.kind
+    # a tagger on little data takes the higher of the two
+    assert choose_recipe(MINILM, 128, NO_FLAGS, "tokens", num_train=100, published_lr=5e-5).lr == 1e-4
+    assert choose_recipe(MINILM, 128, NO_FLAGS, "tokens", num_train=14041, published_lr=5e-5).lr == 5e-5
+
+
+def test_the_similarity_and_entity_tasks_give_minilm_their_measured_learning_rate():
+    import argparse
+
+    from minibert.commands.finetune import add_arguments
+    from minibert.commands.finetune_setup import setup_training, take_task_defaults
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    for argv, num_train, expected in (
+            (["--task", "stsb", "--model", "minilm"], 5749, (1e-4, 8)),
+            (["--task", "stsb", "--model", "minilm", "--lr", "3e-5"], 5749, (3e-5, 8)),
+            (["--task", "conll2003", "--model", "minilm"], 14041, (1e-4, 4)),
+            (["--task", "conll2003", "--model", "minilm", "--epochs", "2"], 14041, (1e-4, 2)),
+            (["--task-type", "tokens", "--model", "minilm", "--train", "x.conll"], 14041, (3e-5, 3))):
+        args = parser.parse_args(argv)
+        if args.task:
+            take_task_defaults(args)
+        settings = setup_training(args, args.task_type, num_train)[3]
+        assert (settings.lr, settings.epochs) == expected, argv
 
 
 def test_flags_win_and_are_listed():
