@@ -145,9 +145,11 @@ TASKS = {
         "imdb", "sequence", _imdb, ("accuracy", "macro_f1"),
         defaults={"max_train_examples": 1600, "epochs": 2, "batch_size": 16, "max_length": 256,
                   "long_texts": "head-tail", "max_eval_examples": 800},
+        published_lr=1e-4,
         why="24,789 training reviews of ~300 tokens do not fit 15 minutes on 2 cores (MiniLM trains on about 8 "
             "reviews a second at length 256: 50 minutes an epoch): 1,600 of them for 2 epochs at batch 16 (200 "
-            "steps), read as head and tail, eval and test on the first 800 reviews of their splits",
+            "steps), read as head and tail, eval and test on the first 800 reviews of their splits; MiniLM at lr "
+            "1e-4 (eval accuracy 87.4) rather than BERT's 3e-5 (86.4), which 200 steps leave short",
         published=Published(94.6, "accuracy", "BERT-base fine-tuned on IMDB's 25,000 training reviews, its test "
                                               "set; Sun et al. 2019 (not a figure of Devlin et al.)"),
         find_data=_imdb_wheel),  # (reading the 50,000 reviews takes seconds)

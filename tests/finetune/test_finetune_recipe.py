@@ -78,7 +78,7 @@ def test_a_tasks_learning_rate_is_a_published_size_models_only():
     assert choose_recipe(MINILM, 128, NO_FLAGS, "tokens", num_train=14041, published_lr=5e-5).lr == 5e-5
 
 
-def test_the_similarity_and_entity_tasks_give_minilm_their_measured_learning_rate():
+def test_the_real_tasks_give_minilm_their_measured_learning_rate():
     import argparse
 
     from minibert.commands.finetune import add_arguments
@@ -91,6 +91,7 @@ def test_the_similarity_and_entity_tasks_give_minilm_their_measured_learning_rat
             (["--task", "stsb", "--model", "minilm", "--lr", "3e-5"], 5749, (3e-5, 8)),
             (["--task", "conll2003", "--model", "minilm"], 14041, (1e-4, 4)),
             (["--task", "conll2003", "--model", "minilm", "--epochs", "2"], 14041, (1e-4, 2)),
+            (["--task", "imdb", "--model", "minilm"], 1600, (1e-4, 2)),
             (["--task-type", "tokens", "--model", "minilm", "--train", "x.conll"], 14041, (3e-5, 3))):
         args = parser.parse_args(argv)
         if args.task:
