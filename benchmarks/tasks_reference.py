@@ -44,16 +44,11 @@ def parse_args():
 
 def _finetune_argv(argv: list[str]) -> list[str]:
     """The arguments `minibert finetune` takes: those of this script's own options (--threads N,
-    --reference-only) left out."""
-    kept, skip = [], False
-    for a in argv:
-        if skip:
-            skip = False
-        elif a == "--threads":
-            skip = True
-        elif not a.startswith(("--threads=", "--reference-only")):
-            kept.append(a)
-    return kept
+    --reference-only) left out, as argparse reads them."""
+    own = argparse.ArgumentParser(add_help=False)
+    own.add_argument("--threads")
+    own.add_argument("--reference-only", action="store_true")
+    return own.parse_known_args(argv)[1]
 
 
 def prepared(args):

@@ -64,8 +64,9 @@ def choose_recipe(config, max_length: int, given: dict, task_type: str = "sequen
     published_lr: a built-in task's learning rate for a published-size model, measured on that task (tasks.py),
     in place of BERT's 3e-5; a small model keeps its own."""
     small = model_kind(config) == "small"
+    few_sentences = task_type == "tokens" and not small and num_train is not None and num_train < SMALL_TOKEN_DATA
     lr = 5e-4 if small else (published_lr or 3e-5)
-    if task_type == "tokens" and not small and num_train is not None and num_train < SMALL_TOKEN_DATA:
+    if few_sentences:
         lr = max(lr, TOKENS_SMALL_DATA_LR)
     values = {"lr": lr, "dropout": 0.1 if small else None,
               "epochs": 3 if task_type == "qa" else None,
@@ -77,8 +78,7 @@ def choose_recipe(config, max_length: int, given: dict, task_type: str = "sequen
     kind = (f"small model (hidden size {config.hidden_size} <= {SMALL_HIDDEN})" if small else
             f"published-size model (hidden size {config.hidden_size} > {SMALL_HIDDEN}), BERT's recipe")
     if not small and "lr" not in flags:
-        if lr == TOKENS_SMALL_DATA_LR and task_type == "tokens" and num_train is not None \
-                and num_train < SMALL_TOKEN_DATA:
+        if few_sentences and lr == TOKENS_SMALL_DATA_LR:
             kind += f", a higher lr for a tagger on fewer than {SMALL_TOKEN_DATA:,} sentences"
         elif published_lr:
             kind += f" with the task's lr {published_lr:g}"
