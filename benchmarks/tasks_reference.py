@@ -9,8 +9,9 @@ subset, eval and test slices, lr, epochs, batch size, max length, warmup, weight
 `minibert finetune` in a process of its own, then the same recipe in transformers (BertForTokenClassification for
 conll2003, BertForSequenceClassification with problem_type "regression" for stsb) and torch's AdamW with
 transformers' linear warmup and decay, the best epoch picked on eval in both, and prints the two test metrics side
-by side. The batches are drawn in another order (minibert groups texts of similar lengths), so the runs are the
-same recipe, not the same numbers: their difference is the spread of a seed, not a bug.
+by side. The batches are minibert's own: the same examples meet in the same batches in the same turn (grouped by
+length unless --no-group-by-length). Dropout masks and rounding differ, so the runs are the same recipe, not the
+same numbers: their difference is the spread of a seed, not a bug.
 """
 
 from __future__ import annotations
@@ -151,6 +152,7 @@ def run_reference(args, train, eval_, test, settings, checkpoint, tag_names) -> 
     import torch
     import transformers
 
+    from minibert.finetune.train import training_batches
     from minibert.optim import default_no_decay, linear_warmup_decay
 
     torch.set_num_threads(args.threads)
@@ -179,17 +181,17 @@ def run_reference(args, train, eval_, test, settings, checkpoint, tag_names) -> 
     B = settings.batch_size
     total = -(-len(rows["train"]) // B) * settings.epochs
     warmup = int(settings.warmup_ratio * total)
-    rng = np.random.default_rng([settings.seed, 2])
+    rng = np.random.default_rng([settings.seed, 2])  # minibert's batch-order stream: the same batches in turn
+    lengths = np.array([len(r["input_ids"]) for r in rows["train"]])  # (N,) the same ids, so the same lengths
     pad_id = tokenizer.pad_token_id
     select = settings.select_metric
     best, best_state, step, start = None, None, 0, time.perf_counter()
     for epoch in range(1, settings.epochs + 1):
         model.train()
-        order = rng.permutation(len(rows["train"]))
-        for first in range(0, len(order), B):
+        for chosen in training_batches(lengths, B, rng, settings.group_by_length):
             for group in optimizer.param_groups:
                 group["lr"] = linear_warmup_decay(step, settings.lr, warmup, total)
-            loss = model(**collate([rows["train"][i] for i in order[first:first + B]], torch, pad_id)).loss
+            loss = model(**collate([rows["train"][i] for i in chosen], torch, pad_id)).loss
             loss.backward()
             if settings.max_grad_norm:
                 torch.nn.utils.clip_grad_norm_(model.parameters(), settings.max_grad_norm)
