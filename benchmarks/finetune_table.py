@@ -1,15 +1,21 @@
 """Does pre-training pay? Fine-tune several starting models on the built-in tasks, several seeds each, and print
-the table: test accuracy and macro-F1 (mean +- standard deviation over the seeds), and the minutes each row cost.
+the table: each task's test metric (accuracy, entity F1, Spearman; macro-F1 in brackets for classification), as
+mean +- standard deviation over the seeds, and the minutes each row cost.
 
     python benchmarks/finetune_table.py \
         --row "untrained=untrained:runs/mini-wiki" --row "13-minute mini=runs/mini-wiki" \
-        --row "60-minute mini=runs/mini-wiki-60" --tfidf --seeds 0 1 2 --jobs 2 --out runs/table
+        --row "60-minute mini=runs/mini-wiki-60" --tfidf --seeds 0 1 2 --jobs 2 --out runs/table \
+        --tasks imdb imdb:500 wiki-topics drug-reviews conll2003 stsb
+
+A column is a built-in task, or TASK:N for the task on N labelled training examples (`--max-train-examples N`,
+a seeded draw: where pre-training should matter most).
 
 A row is NAME=MODEL[|FLAGS]: MODEL is anything `minibert finetune --model` takes, or untrained:RUN (the
 same architecture and tokenizer as RUN with freshly initialised weights, seed 0); FLAGS are extra
 `minibert finetune` options, e.g. "tuned=runs/mini|--lr 1e-4 --epochs 10". Without FLAGS a row runs the
-defaults, the recipe that `minibert finetune` chooses for the model. --tfidf adds TF-IDF + logistic
-regression on the same splits.
+defaults, the recipe that `minibert finetune` chooses for the model. --tfidf adds the baselines' row on the same
+splits: TF-IDF + logistic regression for classification (`--baseline-only`); the feature tagger (CRF) for
+conll2003 and TF-IDF cosine for stsb, which each model run of those tasks computes beside it (`--baseline`).
 
 Every run is one process of one BLAS thread (OPENBLAS_NUM_THREADS=1), --jobs of them at a time: on a machine of
 2 cores, --jobs 2. Each run's JSON summary is appended to OUT/results.jsonl as it ends, and a rerun skips the
@@ -31,14 +37,26 @@ from pathlib import Path
 
 import numpy as np
 
-TASKS = ("wiki-topics", "drug-reviews")
+TASKS = ("wiki-topics", "drug-reviews")  # the default columns
+BASELINE_ROW = "TF-IDF"
+
+
+def parse_column(text: str) -> tuple[str, int | None]:
+    """TASK or TASK:N -> (task, N or None)."""
+    from minibert.finetune.tasks import TASKS as BUILT_IN
+
+    task, _, count = text.partition(":")
+    if task not in BUILT_IN or (count and not (count.isdigit() and int(count) > 0)):
+        raise SystemExit(f"--tasks {text!r}: expected a built-in task ({', '.join(BUILT_IN)}) or TASK:N, N > 0")
+    return task, int(count) if count else None
 
 
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--row", action="append", default=[], metavar="NAME=MODEL[|FLAGS]", help="a table row")
     p.add_argument("--tfidf", action="store_true", help="add the TF-IDF + logistic regression row")
-    p.add_argument("--tasks", nargs="+", default=list(TASKS), choices=TASKS)
+    p.add_argument("--tasks", nargs="+", default=list(TASKS), metavar="TASK[:N]",
+                   help="the columns: built-in tasks, TASK:N on N training examples (default: %(default)s)")
     p.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     p.add_argument("--jobs", type=int, default=2, help="runs at a time, one core each (default 2)")
     p.add_argument("--out", required=True, help="folder for results.jsonl and the runs' models")
@@ -80,46 +98,84 @@ def pretraining_minutes(model: str) -> float | None:
     return seconds / 60 if seconds else None
 
 
+def _command(job: dict, folder: str) -> list[str]:
+    from minibert.finetune.tasks import TASKS as BUILT_IN
+
+    task, count = parse_column(job["task"])
+    cmd = [sys.executable, "-m", "minibert", "finetune", "--task", task, "--seed", str(job["seed"]), "--json",
+           "--no-progress", "--out", folder]
+    cmd += ["--max-train-examples", str(count)] if count else []
+    if job["row"] == BASELINE_ROW:
+        return cmd + ["--baseline-only"]
+    return cmd + ["--model", job["model"], *job["flags"]] + (["--baseline"] if BUILT_IN[task].kind != "sequence"
+                                                               else [])
+
+
 def run_one(job: dict) -> dict:
+    from minibert.finetune.bench import result_of
+    from minibert.finetune.tasks import TASKS as BUILT_IN
+
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
     with tempfile.TemporaryDirectory() as folder:
-        if job["row"] == "TF-IDF":
-            cmd = [sys.executable, "-m", "minibert", "finetune", "--task", job["task"], "--baseline-only",
-                   "--seed", str(job["seed"]), "--json", "--no-progress", "--out", folder]
-        else:
-            cmd = [sys.executable, "-m", "minibert", "finetune", "--task", job["task"], "--model", job["model"],
-                   "--seed", str(job["seed"]), "--json", "--no-progress", "--out", folder, *job["flags"]]
-        done = subprocess.run(cmd, env=env, capture_output=True, text=True)
+        done = subprocess.run(_command(job, folder), env=env, capture_output=True, text=True)
     if done.returncode != 0:
         return {**job, "error": done.stderr.strip().splitlines()[-1:]}
     summary = json.loads(done.stdout.strip().splitlines()[-1])
-    split = summary["reported_split"]
-    scores = summary["baseline"][split] if job["row"] == "TF-IDF" else summary[split]
-    return {**job, "accuracy": scores["accuracy"], "macro_f1": scores["macro_f1"],
-            "minutes": summary["wall_time_s"] / 60, "settings": summary.get("settings"),
+    split, minutes = summary["reported_split"], summary["wall_time_s"] / 60
+    if job["row"] == BASELINE_ROW:
+        scores = summary["baseline"][split]
+        return {**job, "score": scores["accuracy"], "macro_f1": scores["macro_f1"], "minutes": minutes}
+    task = parse_column(job["task"])[0]
+    record = result_of(task, job["seed"], summary)  # the test metrics and the baselines' (in percent)
+    return {**job, "score": summary[split][BUILT_IN[task].metrics[0]], "macro_f1": summary[split].get("macro_f1"),
+            "baselines": record["baselines"], "minutes": minutes, "settings": summary.get("settings"),
             "best_epoch": summary.get("best_epoch")}
 
 
+def _cell(values: list[float]) -> str:
+    x = 100 * np.array(values)
+    return f"{x.mean():.1f}" + (f" +- {x.std(ddof=1):.1f}" if len(x) > 1 else "")
+
+
 def table(results: list[dict], rows: list[str], tasks, pre_minutes: dict) -> str:
-    head = "| row | " + " | ".join(f"{t} accuracy | {t} macro-F1 | {t} minutes" for t in tasks) + " |"
-    lines = [head, "|" + "---|" * (1 + 3 * len(tasks))]
+    """Per task: the headline metric's mean +- standard deviation over the seeds (n runs), macro-F1 in brackets
+    where the task has it, and the row's minutes. The TF-IDF row of a conll2003 or stsb column is the baseline
+    its model runs computed (the CRF tagger; TF-IDF cosine), over the runs of the first row that has them."""
+    from minibert.finetune.tasks import TASKS as BUILT_IN
+
+    lines = ["| row | " + " | ".join(f"{t} {BUILT_IN[parse_column(t)[0]].metrics[0]} | {t} minutes" for t in tasks)
+             + " |", "|" + "---|" * (1 + 2 * len(tasks))]
     for row in rows:
         cells = []
         for task in tasks:
-            got = [r for r in results if r["row"] == row and r["task"] == task and "accuracy" in r]
-            if not got:
-                cells += ["", "", ""]
+            got = [r for r in results if r["row"] == row and r["task"] == task and "error" not in r]
+            if row == BASELINE_ROW and BUILT_IN[parse_column(task)[0]].kind != "sequence":
+                cells += [_computed_baseline(results, rows, task), ""]
                 continue
-            acc, f1 = (np.array([r[k] for r in got]) * 100 for k in ("accuracy", "macro_f1"))
-            spread = (lambda x: f" +- {x.std(ddof=1):.1f}") if len(got) > 1 else (lambda x: "")
+            if not got:
+                cells += ["", ""]
+                continue
+            score = [r.get("score", r.get("accuracy")) for r in got]  # ("accuracy": tables made before "score")
+            f1 = [r["macro_f1"] for r in got if r.get("macro_f1") is not None]
             minutes = np.mean([r["minutes"] for r in got]) + (pre_minutes.get(row) or 0)
-            cells += [f"{acc.mean():.1f}{spread(acc)} (n={len(got)})", f"{f1.mean():.1f}{spread(f1)}",
+            cells += [f"{_cell(score)} (n={len(got)})" + (f" ({_cell(f1)})" if len(f1) == len(got) else ""),
                       f"{minutes:.1f}"]
         lines.append(f"| {row} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
+def _computed_baseline(results: list[dict], rows: list[str], task: str) -> str:
+    for row in rows:
+        got = [r["baselines"] for r in results if r["row"] == row and r["task"] == task and r.get("baselines")]
+        if got:
+            label = next(iter(got[0]))  # the CRF tagger; TF-IDF cosine (not the starting model's zero-shot cosine)
+            return f"{_cell([b[label] / 100 for b in got])} (n={len(got)}, {label})"
+    return ""
+
+
 def main():
+    from minibert.finetune.tasks import TASKS as BUILT_IN
+
     args = parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -137,20 +193,22 @@ def main():
         jobs += [{"row": name, "model": model, "flags": flags, "task": t, "seed": s}
                  for t in args.tasks for s in args.seeds]
     if args.tfidf:
-        rows.append("TF-IDF")
-        jobs += [{"row": "TF-IDF", "model": None, "flags": [], "task": t, "seed": s}
-                 for t in args.tasks for s in args.seeds]
-    done = {(r["row"], r["task"], r["seed"]) for r in results if "accuracy" in r}
+        rows.append(BASELINE_ROW)
+        jobs += [{"row": BASELINE_ROW, "model": None, "flags": [], "task": t, "seed": s} for t in args.tasks
+                 for s in args.seeds if BUILT_IN[parse_column(t)[0]].kind == "sequence"]
+    for column in args.tasks:
+        parse_column(column)
+    done = {(r["row"], r["task"], r["seed"]) for r in results if "error" not in r}
     todo = [] if args.table_only else [j for j in jobs if (j["row"], j["task"], j["seed"]) not in done]
     # The longest runs first, so that the last ones to finish are short.
-    todo.sort(key=lambda j: (j["task"] != "wiki-topics", j["row"] == "TF-IDF"))
+    todo.sort(key=lambda j: (j["task"] not in ("wiki-topics", "conll2003"), j["row"] == BASELINE_ROW))
     print(f"{len(todo)} runs to do, {args.jobs} at a time", file=sys.stderr)
     with ThreadPoolExecutor(args.jobs) as pool, results_file.open("a") as log:
         for result in pool.map(run_one, todo):
             log.write(json.dumps(result) + "\n")
             log.flush()
             results.append(result)
-            shown = result.get("error") or f"accuracy {100 * result['accuracy']:.1f}"
+            shown = result.get("error") or f"{100 * result['score']:.1f}"
             print(f"{result['row']} / {result['task']} / seed {result['seed']}: {shown}", file=sys.stderr)
     print(table(results, rows, args.tasks, pre_minutes))
 

@@ -18,6 +18,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.epilog = """examples:
   minibert bench --model minilm --out runs/bench
   minibert bench --model minilm --tasks conll2003 stsb --seeds 0 1 2 --out runs/bench
+  minibert bench --model minilm --tasks imdb --max-train-examples 500 --out runs/bench-500    (few labels)
   minibert bench --model minilm --quick --out runs/bench-smoke    (a smoke run: a few minutes)
 See docs/tasks.md."""
     parser.add_argument("--model", default="minilm", metavar="DIR",
@@ -31,6 +32,10 @@ See docs/tasks.md."""
                         help="where each run's folder, its result .json and the table go (default runs/bench)")
     parser.add_argument("--quick", action="store_true",
                         help="a smoke run: 48 training examples, 1 epoch, eval and test on 24, every task")
+    parser.add_argument("--max-train-examples", type=int, metavar="N",
+                        help="train every task on at most N examples (a seeded draw; the baselines on the same "
+                             "ones): how the model does with few labels. Default: each task's own (imdb 1,600, the "
+                             "others all)")
     parser.add_argument("--no-baselines", action="store_true", help="skip the baselines (they need scikit-learn)")
     parser.add_argument("--procs", default=None, metavar="N",
                         help="processes of each fine-tuning run, as minibert finetune's --procs (auto: 2 on a "
@@ -48,6 +53,8 @@ def _finetune_args(args, name: str, seed: int, folder, quick: bool, procs: int) 
         argv.append("--baseline")
     if args.no_progress:
         argv.append("--no-progress")
+    if args.max_train_examples is not None:
+        argv += ["--max-train-examples", str(args.max_train_examples)]
     if quick:
         for option, value in QUICK.items():
             argv += [f"--{option.replace('_', '-')}", str(value)]
@@ -67,6 +74,9 @@ def run(args) -> int:
 
     if min(args.seeds) < 0:
         raise ValueError(f"--seeds must be non-negative integers, got {min(args.seeds)}")
+    if args.max_train_examples is not None and (args.quick or args.max_train_examples < 1):
+        raise ValueError("--max-train-examples must be at least 1, and not given with --quick (which takes 48), got "
+                         f"{args.max_train_examples}")
     # every check before the first run: the model folder, each task's data, scikit-learn for the baselines
     resolve_model(args.model)
     for name in args.tasks:
@@ -95,6 +105,6 @@ def run(args) -> int:
 
     out = Path(args.out)
     bench = run_bench(args.model, args.tasks, out, args.seeds, args.quick, run_finetune,
-                      progress=not args.no_progress)
+                      progress=not args.no_progress, max_train_examples=args.max_train_examples)
     save_bench(bench, out)
     return 0

@@ -5,7 +5,8 @@ bar chart).
 Each (task, seed) run writes its metrics.json into OUT/<task>-seed<seed>/ and, once finished, a result file
 OUT/<task>-seed<seed>.json: a bench started again skips the runs whose result file is there (resumable), and
 redoes an interrupted one from the start. `quick` is a smoke run: tiny training subsets, one epoch, tiny eval
-and test slices.
+and test slices. `max_train_examples` caps every task's training set (a few labels: how far does the model get
+with 500?); a result made with another cap is refused rather than mixed into the table.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ def _get(record: dict, path):
     return record
 
 
-def result_of(name: str, seed: int, metrics: dict) -> dict:
+def result_of(name: str, seed: int, metrics: dict, max_train_examples: int | None = None) -> dict:
     """The bench's record of one run: the task's test metrics (in percent), its baselines', the time."""
     spec = TASKS[name]
     scores = {metric: 100 * metrics["test"][metric] for metric in spec.metrics if metric in metrics["test"]}
@@ -48,13 +49,14 @@ def result_of(name: str, seed: int, metrics: dict) -> dict:
             "epochs": metrics["settings"]["epochs"], "lr": metrics["settings"]["lr"],
             "max_length": metrics["settings"]["max_length"], "num_train": metrics["num_train"],
             "num_test": metrics["num_test"], "train_time_s": metrics["train_time_s"],
-            "wall_time_s": metrics.get("wall_time_s")}
+            "wall_time_s": metrics.get("wall_time_s"), "max_train_examples": max_train_examples}
 
 
 def run_bench(model: str, tasks: list[str], out: Path, seeds: list[int], quick: bool, finetune, log=print,
-              progress: bool = True) -> dict:
+              progress: bool = True, max_train_examples: int | None = None) -> dict:
     """Fine-tune `model` on each task and seed not yet done: finetune(task, seed, run folder, quick) runs one
-    `minibert finetune --task` and returns its metrics.json as a dict. Returns the table (table())."""
+    `minibert finetune --task` (with max_train_examples, when given) and returns its metrics.json as a dict.
+    Returns the table (table())."""
     from minibert._progress import tqdm
 
     out = Path(out)
@@ -62,6 +64,10 @@ def run_bench(model: str, tasks: list[str], out: Path, seeds: list[int], quick: 
     jobs = [(name, seed) for name in tasks for seed in seeds]
     done = {job: out / f"{job[0]}-seed{job[1]}.json" for job in jobs}
     todo = [job for job in jobs if not done[job].exists()]
+    for job in jobs:
+        if job not in todo and (cap := _read(done[job]).get("max_train_examples")) != max_train_examples:
+            raise ValueError(f"{done[job]} was run with --max-train-examples {cap}, this bench with "
+                             f"{max_train_examples}: give another --out, or delete it to redo it")
     if len(todo) < len(jobs):
         log(f"bench: {len(jobs) - len(todo)} of {len(jobs)} runs already finished in {out}/ (kept; delete their "
             f".json to redo them)")
@@ -71,7 +77,7 @@ def run_bench(model: str, tasks: list[str], out: Path, seeds: list[int], quick: 
         bar.set_postfix_str(f"{name} seed {seed}")
         log(f"\nbench: {name}, seed {seed} ({i + 1} of {len(todo)} to run)")
         metrics = finetune(name, seed, out / f"{name}-seed{seed}", quick)
-        _write(done[(name, seed)], json.dumps(result_of(name, seed, metrics), indent=2) + "\n")
+        _write(done[(name, seed)], json.dumps(result_of(name, seed, metrics, max_train_examples), indent=2) + "\n")
         bar.update(1)
         elapsed = time.perf_counter() - started
         left = len(todo) - i - 1
@@ -79,8 +85,12 @@ def run_bench(model: str, tasks: list[str], out: Path, seeds: list[int], quick: 
             log(f"bench: {elapsed / 60:.1f} min so far; about {elapsed / (i + 1) * left / 60:.1f} min left for "
                 f"{left} more run{'s' if left > 1 else ''} (at this pace)")
     bar.close()
-    results = [json.loads(done[job].read_text(encoding="utf-8")) for job in jobs]
+    results = [_read(done[job]) for job in jobs]
     return table(model, results, quick)
+
+
+def _read(path: Path) -> dict:
+    return json.loads(path.read_text(encoding="utf-8"))
 
 
 def _write(path: Path, text: str):
@@ -104,7 +114,8 @@ def table(model: str, results: list[dict], quick: bool) -> dict:
                      "published": None if published is None else vars(published),
                      "train_minutes": float(np.mean([r["train_time_s"] for r in runs])) / 60,
                      "num_train": runs[0]["num_train"], "num_test": runs[0]["num_test"]})
-    return {"model": model, "quick": quick, "rows": rows}
+    cap = results[0].get("max_train_examples") if results else None
+    return {"model": model, "quick": quick, "max_train_examples": cap, "rows": rows}
 
 
 METRIC_LABELS = {"accuracy": "accuracy", "f1": "entity F1", "spearman": "Spearman"}
@@ -112,7 +123,9 @@ METRIC_LABELS = {"accuracy": "accuracy", "f1": "entity F1", "spearman": "Spearma
 
 def markdown(bench: dict) -> str:
     quick = " (--quick: a smoke run on tiny slices; the numbers mean nothing)" if bench["quick"] else ""
-    lines = [f"minibert bench, model {bench['model']}{quick}", "",
+    cap = bench.get("max_train_examples")
+    few = f" (at most {cap:,} training examples per task)" if cap else ""
+    lines = [f"minibert bench, model {bench['model']}{few}{quick}", "",
              "| task | test metric | minibert | baselines | BERT-base, published | train min | train / test |",
              "|---|---|---|---|---|---|---|"]
     for row in bench["rows"]:

@@ -51,6 +51,27 @@ def test_a_finished_task_is_not_run_again(tmp_path):
     assert "92.4 (BERT-base, CoNLL-2003 test (dev 96.4); Devlin et al. 2019)" in text
 
 
+def test_a_cap_on_training_examples_reaches_every_run_and_is_never_mixed_with_another(tmp_path):
+    from minibert.commands.bench import _finetune_args
+    args = type("Args", (), {"model": "m", "no_baselines": False, "no_progress": True, "max_train_examples": 500})
+    argv = _finetune_args(args, "imdb", 1, tmp_path / "imdb-seed1", False, 1)
+    assert argv[argv.index("--max-train-examples") + 1] == "500"
+    bench = run_bench("m", ["stsb"], tmp_path, [0], False, lambda *a: fake_metrics("stsb", 0), log=lambda m: None,
+                      progress=False, max_train_examples=500)
+    assert markdown(bench).startswith("minibert bench, model m (at most 500 training examples per task)")
+    with pytest.raises(ValueError, match="stsb-seed0.json was run with --max-train-examples 500, this bench with "
+                                         "None"):
+        run_bench("m", ["stsb"], tmp_path, [0], False, lambda *a: fake_metrics("stsb", 0), log=lambda m: None,
+                  progress=False)
+
+
+@pytest.mark.parametrize("flags", [["--max-train-examples", "0"], ["--max-train-examples", "40", "--quick"]])
+def test_a_wrong_cap_is_refused_before_any_run(tmp_path, capsys, flags):
+    assert main(["bench", "--model", "minilm", "--tasks", "stsb", "--out", str(tmp_path / "b"), *flags]) == 2
+    assert "--max-train-examples must be at least 1, and not given with --quick" in capsys.readouterr().err
+    assert not (tmp_path / "b").exists()
+
+
 def test_without_matplotlib_the_chart_is_skipped_with_a_note(tmp_path, monkeypatch):
     from minibert.finetune.bench import save_bench
     from minibert.viz import mpl

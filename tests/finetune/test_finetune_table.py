@@ -21,10 +21,37 @@ def test_a_row_names_a_model_and_its_flags():
 
 
 def test_the_table_gives_mean_and_standard_deviation_per_task():
-    results = [{"row": "a", "task": "drug-reviews", "seed": s, "accuracy": acc, "macro_f1": 0.5, "minutes": 2.0}
+    results = [{"row": "a", "task": "drug-reviews", "seed": s, "score": acc, "macro_f1": 0.5, "minutes": 2.0}
                for s, acc in enumerate([0.60, 0.70, 0.80])]
     results.append({"row": "a", "task": "wiki-topics", "seed": 0, "error": ["boom"]})  # a failed run is not averaged
     text = finetune_table.table(results, ["a"], ["drug-reviews", "wiki-topics"], {"a": 13.0})
+    assert text.splitlines()[0] == "| row | drug-reviews accuracy | drug-reviews minutes | wiki-topics accuracy | " \
+                                   "wiki-topics minutes |"
     row = text.splitlines()[2]
-    assert row.startswith("| a | 70.0 +- 10.0 (n=3) | 50.0 +- 0.0 | 15.0 |")
-    assert row.endswith("|  |  |  |")
+    assert row.startswith("| a | 70.0 +- 10.0 (n=3) (50.0 +- 0.0) | 15.0 |")
+    assert row.endswith("|  |  |")
+
+
+def test_the_baseline_row_of_a_tagging_or_similarity_task_is_what_the_model_runs_computed():
+    runs = [{"row": "a", "task": "stsb", "seed": s, "score": 0.3, "macro_f1": None, "minutes": 1.0,
+             "baselines": {"TF-IDF cosine": 64.0 + 2 * s, "zero-shot cosine of the starting model": 45.0}}
+            for s in (0, 1)]
+    text = finetune_table.table(runs, ["a", "TF-IDF"], ["stsb"], {})
+    assert text.splitlines()[0] == "| row | stsb spearman | stsb minutes |"
+    assert text.splitlines()[2] == "| a | 30.0 +- 0.0 (n=2) | 1.0 |"  # (no macro-F1 for a regression)
+    assert text.splitlines()[3] == "| TF-IDF | 65.0 +- 1.4 (n=2, TF-IDF cosine) |  |"
+
+
+def test_a_column_may_cap_the_labelled_examples_and_each_run_gets_its_flags():
+    assert finetune_table.parse_column("imdb:500") == ("imdb", 500)
+    assert finetune_table.parse_column("conll2003") == ("conll2003", None)
+    for wrong in ("imdb:0", "imdb:many", "sst2"):
+        with pytest.raises(SystemExit, match="expected a built-in task"):
+            finetune_table.parse_column(wrong)
+    model = {"row": "m", "model": "runs/mini", "flags": ["--lr", "1e-3"], "seed": 2}
+    few = finetune_table._command({**model, "task": "imdb:500"}, "out")
+    assert few[few.index("--max-train-examples") + 1] == "500" and few[-2:] == ["--lr", "1e-3"]
+    assert "--baseline" not in few  # (its baseline is the TF-IDF row's own run)
+    assert finetune_table._command({**model, "task": "stsb"}, "out")[-1] == "--baseline"
+    tfidf = finetune_table._command({"row": "TF-IDF", "model": None, "flags": [], "seed": 2, "task": "imdb:500"}, "o")
+    assert tfidf[-1] == "--baseline-only" and "--model" not in tfidf and "500" in tfidf
