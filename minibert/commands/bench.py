@@ -20,6 +20,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
   minibert bench --model minilm --tasks conll2003 stsb --seeds 0 1 2 --out runs/bench
   minibert bench --model minilm --tasks imdb --max-train-examples 500 --out runs/bench-500    (few labels)
   minibert bench --model minilm --quick --out runs/bench-smoke    (a smoke run: a few minutes)
+  minibert bench --compare untrained=runs/bench-untrained mini=runs/bench-mini MiniLM=runs/bench
+                 (one table of several benches already run: a row per model; trains nothing)
 See docs/tasks.md."""
     parser.add_argument("--model", default="minilm", metavar="DIR",
                         help="checkpoint folder, pre-training run folder, or 'minilm' (the built-in all-MiniLM-L6-v2; "
@@ -42,6 +44,10 @@ See docs/tasks.md."""
                              "machine with 2 or more cores, each run then in a process of its own; 1: every run in "
                              "this process) [auto]")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+    parser.add_argument("--compare", nargs="+", metavar="[NAME=]DIR",
+                        help="print one table of benches already run (their --out folders or bench.json files): a "
+                             "row per model, a column per task, the baselines and BERT-base's published figures; "
+                             "trains nothing")
 
 
 def _finetune_args(args, name: str, seed: int, folder, quick: bool, procs: int) -> list[str]:
@@ -61,11 +67,37 @@ def _finetune_args(args, name: str, seed: int, folder, quick: bool, procs: int) 
     return argv
 
 
+def compare(paths: list[str]) -> str:
+    """The comparison table of the benches at `paths` ([NAME=]folder or bench.json); one line for a missing one."""
+    import json
+    from pathlib import Path
+
+    from minibert.finetune.bench import comparison
+
+    benches = {}
+    for text in paths:
+        name, _, path = text.rpartition("=")
+        path = Path(path)
+        file = path / "bench.json" if path.is_dir() else path
+        if not file.is_file():
+            raise ValueError(f"--compare {text}: no bench.json there (a `minibert bench --out` folder or its "
+                             f"bench.json)")
+        bench = json.loads(file.read_text(encoding="utf-8"))
+        if not isinstance(bench, dict) or not isinstance(bench.get("rows"), list):
+            raise ValueError(f"--compare {text}: {file} is not a table `minibert bench` saved")
+        benches[name or bench.get("model", str(path))] = bench
+    return comparison(benches)
+
+
 def run(args) -> int:
     import json
     import subprocess
     import sys
     from pathlib import Path
+
+    if args.compare:
+        print(compare(args.compare), end="")
+        return 0
 
     from minibert.commands import finetune
     from minibert.finetune.bench import run_bench, save_bench

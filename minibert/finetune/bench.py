@@ -139,6 +139,44 @@ def markdown(bench: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+MODEL_FREE = {"TF-IDF + logistic regression", "feature tagger (CRF)", "feature tagger (logistic regression)",
+              "TF-IDF cosine"}  # baselines that do not depend on the model fine-tuned (its zero-shot cosine does)
+
+
+def comparison(benches: dict[str, dict]) -> str:
+    """The tutorials' table from several benches ({row name: bench.json}): a row per model, a column per task, the
+    baselines that need no model in the first row and BERT-base's published figures in the last. A cell is the mean
+    over seeds, with the spread and the number of seeds when there are several; the stsb cell adds the model's own
+    zero-shot cosine, the baseline fine-tuning must beat."""
+    tasks = list(dict.fromkeys(row["task"] for bench in benches.values() for row in bench["rows"]))
+    rows_of = {name: {row["task"]: row for row in bench["rows"]} for name, bench in benches.items()}
+    lines = ["| model | " + " | ".join(f"{task} ({METRIC_LABELS.get(TASKS[task].metrics[0])})" for task in tasks)
+             + " |", "|---" * (len(tasks) + 1) + "|"]
+    baselines = []
+    for task in tasks:
+        found = [(label, value) for rows in rows_of.values() if task in rows
+                 for label, value in rows[task]["baselines"].items() if label in MODEL_FREE]
+        baselines.append(f"{found[0][1]:.1f}, {found[0][0]}" if found else "-")
+    lines.append("| baseline, no pre-training | " + " | ".join(baselines) + " |")
+    for name, rows in rows_of.items():
+        cells = []
+        for task in tasks:
+            row = rows.get(task)
+            if row is None:
+                cells.append("")
+                continue
+            n = len(row["seeds"])
+            cell = f"{row['mean']:.1f}" + (f" ± {row['std']:.1f} ({n} seeds)" if n > 1 else " (1 seed)")
+            own = {label: v for label, v in row["baselines"].items() if label not in MODEL_FREE}
+            cells.append(cell + "".join(f"; {label.replace(' of the starting model', '')} {v:.1f}"
+                                        for label, v in own.items()))
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    published = [TASKS[task].published for task in tasks]
+    lines.append("| BERT-base, published | " + " | ".join("-" if p is None else f"{p.value:.1f}" for p in published)
+                 + " |")
+    return "\n".join(lines) + "\n"
+
+
 def save_chart(bench: dict, path: Path) -> Path | None:
     """Bars per task: minibert, its baselines, BERT-base's published figure. None without matplotlib."""
     from minibert.viz.mpl import new_figure, save_figure

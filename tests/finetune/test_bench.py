@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from minibert.cli import main
-from minibert.finetune.bench import markdown, run_bench
+from minibert.finetune.bench import comparison, markdown, run_bench
 from tests.finetune.heads_helpers import make_tiny_model_dir
 from tests.finetune.task_fixtures import small_tasks  # noqa: F401 (a fixture)
 
@@ -70,6 +70,33 @@ def test_a_wrong_cap_is_refused_before_any_run(tmp_path, capsys, flags):
     assert main(["bench", "--model", "minilm", "--tasks", "stsb", "--out", str(tmp_path / "b"), *flags]) == 2
     assert "--max-train-examples must be at least 1, and not given with --quick" in capsys.readouterr().err
     assert not (tmp_path / "b").exists()
+
+
+def test_the_comparison_has_a_row_per_model_and_the_baselines_that_need_no_model(tmp_path):
+    small = run_bench("small", ["conll2003", "stsb"], tmp_path / "small", [0, 1], False,
+                      lambda name, seed, *a: fake_metrics(name, seed), log=lambda m: None, progress=False)
+    tagger = run_bench("tagger", ["conll2003"], tmp_path / "tagger", [0], False,
+                       lambda name, seed, *a: {**fake_metrics(name, seed), "test": {"f1": 0.9}},
+                       log=lambda m: None, progress=False)
+    lines = comparison({"small model": small, "tagger": tagger}).splitlines()
+    assert lines[0] == "| model | conll2003 (entity F1) | stsb (Spearman) |"
+    assert lines[2] == "| baseline, no pre-training | 60.0, feature tagger (CRF) | 30.0, TF-IDF cosine |"
+    assert lines[3] == "| small model | 70.0 ± 0.0 (2 seeds) | 55.0 ± 5.0 (2 seeds); zero-shot cosine 80.0 |"
+    assert lines[4] == "| tagger | 90.0 (1 seed) |  |"
+    assert lines[5] == "| BERT-base, published | 92.4 | 85.8 |"
+
+
+def test_compare_reads_saved_benches_and_refuses_a_folder_without_one(tmp_path, capsys):
+    run_bench("m", ["stsb"], tmp_path / "b", [0], False, lambda name, seed, *a: fake_metrics(name, seed),
+              log=lambda m: None, progress=False)
+    from minibert.finetune.bench import save_bench
+    save_bench(run_bench("m", ["stsb"], tmp_path / "b", [0], False, None, log=lambda m: None, progress=False),
+               tmp_path / "b", log=lambda m: None)
+    assert main(["bench", "--compare", f"mine={tmp_path / 'b'}"]) == 0
+    assert "| mine | 50.0 (1 seed); zero-shot cosine 80.0 |" in capsys.readouterr().out
+    assert main(["bench", "--compare", str(tmp_path)]) == 2
+    assert capsys.readouterr().err.strip().endswith(f"--compare {tmp_path}: no bench.json there (a `minibert bench "
+                                                    f"--out` folder or its bench.json)")
 
 
 def test_without_matplotlib_the_chart_is_skipped_with_a_note(tmp_path, monkeypatch):
