@@ -73,20 +73,10 @@ def parse_row(text: str) -> tuple[str, str, list[str]]:
 
 
 def untrained_copy(run: str, out: Path) -> Path:
-    """A folder with RUN's config and tokenizer and freshly initialised weights (seed 0)."""
-    from minibert.io.model_folder import resolve_model_and_tokenizer
-    from minibert.models import BertForPreTraining
-    from minibert.tokenizer import WordPieceTokenizer
+    """OUT/untrained-<RUN's name>: RUN's config and tokenizer with freshly initialised weights (seed 0)."""
+    from minibert.finetune.untrained import untrained_copy as copy
 
-    folder = out / f"untrained-{Path(run).name}"
-    if (folder / "model.safetensors").exists():
-        return folder
-    checkpoint, tokenizer_dir = resolve_model_and_tokenizer(run, "--row")
-    model = BertForPreTraining.from_pretrained(checkpoint)
-    fresh = BertForPreTraining(model.config, seed=0)
-    fresh.save_pretrained(folder)
-    WordPieceTokenizer.from_pretrained(tokenizer_dir).save_pretrained(folder)
-    return folder
+    return copy(run, out / f"untrained-{Path(run).name}")
 
 
 def pretraining_minutes(model: str) -> float | None:

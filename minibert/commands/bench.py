@@ -19,6 +19,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
   minibert bench --model minilm --out runs/bench
   minibert bench --model minilm --tasks conll2003 stsb --seeds 0 1 2 --out runs/bench
   minibert bench --model minilm --tasks imdb --max-train-examples 500 --out runs/bench-500    (few labels)
+  minibert bench --model runs/mini-wiki --untrained --out runs/bench-untrained    (what pre-training is worth)
   minibert bench --model minilm --quick --out runs/bench-smoke    (a smoke run: a few minutes)
   minibert bench --compare untrained=runs/bench-untrained mini=runs/bench-mini MiniLM=runs/bench
                  (one table of several benches already run: a row per model; trains nothing)
@@ -34,6 +35,10 @@ See docs/tasks.md."""
                         help="where each run's folder, its result .json and the table go (default runs/bench)")
     parser.add_argument("--quick", action="store_true",
                         help="a smoke run: 48 training examples, 1 epoch, eval and test on 24, every task")
+    parser.add_argument("--untrained", action="store_true",
+                        help="bench --model's untrained twin instead: its config and tokenizer with freshly "
+                             "initialised weights (seed 0, saved in OUT/untrained-model/); beside the model's own "
+                             "bench, it shows what the pre-training is worth")
     parser.add_argument("--max-train-examples", type=int, metavar="N",
                         help="train every task on at most N examples (a seeded draw; the baselines on the same "
                              "ones): how the model does with few labels. Default: each task's own (imdb 1,600, the "
@@ -53,7 +58,7 @@ See docs/tasks.md."""
 def _finetune_args(args, name: str, seed: int, folder, quick: bool, procs: int) -> list[str]:
     from minibert.finetune.bench import QUICK
 
-    argv = ["--task", name, "--model", args.model, "--seed", str(seed), "--out", str(folder), "--overwrite",
+    argv = ["--task", name, "--model", str(args.model_dir), "--seed", str(seed), "--out", str(folder), "--overwrite",
             "--procs", str(procs)]
     if not args.no_baselines:
         argv.append("--baseline")
@@ -119,6 +124,11 @@ def run(args) -> int:
 
     from minibert.training.procs import resolve_procs
     procs = resolve_procs(args.procs, 16, None)  # (16: every task's batch divides by it)
+    out = Path(args.out)
+    args.model_dir, label = args.model, args.model
+    if args.untrained:
+        from minibert.finetune.untrained import untrained_copy
+        args.model_dir, label = untrained_copy(args.model, out / "untrained-model"), f"{args.model}, untrained"
 
     def run_finetune(name, seed, folder, quick):
         argv = _finetune_args(args, name, seed, folder, quick, procs)
@@ -135,8 +145,7 @@ def run(args) -> int:
                                f"finished before it are kept in {args.out}/")
         return json.loads((Path(folder) / "metrics.json").read_text(encoding="utf-8"))
 
-    out = Path(args.out)
-    bench = run_bench(args.model, args.tasks, out, args.seeds, args.quick, run_finetune,
+    bench = run_bench(label, args.tasks, out, args.seeds, args.quick, run_finetune,
                       progress=not args.no_progress, max_train_examples=args.max_train_examples)
     save_bench(bench, out)
     return 0

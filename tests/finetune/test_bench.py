@@ -53,7 +53,7 @@ def test_a_finished_task_is_not_run_again(tmp_path):
 
 def test_a_cap_on_training_examples_reaches_every_run_and_is_never_mixed_with_another(tmp_path):
     from minibert.commands.bench import _finetune_args
-    args = type("Args", (), {"model": "m", "no_baselines": False, "no_progress": True, "max_train_examples": 500})
+    args = type("Args", (), {"model_dir": "m", "no_baselines": False, "no_progress": True, "max_train_examples": 500})
     argv = _finetune_args(args, "imdb", 1, tmp_path / "imdb-seed1", False, 1)
     assert argv[argv.index("--max-train-examples") + 1] == "500"
     bench = run_bench("m", ["stsb"], tmp_path, [0], False, lambda *a: fake_metrics("stsb", 0), log=lambda m: None,
@@ -134,6 +134,26 @@ def test_quick_bench_end_to_end_and_resumed(small_tasks, tmp_path, capsys):  # n
     assert main(argv) == 0
     out = capsys.readouterr().out
     assert "2 of 2 runs already finished" in out and "epoch 1:" not in out
+
+
+def test_the_untrained_twin_has_the_models_config_and_tokenizer_and_new_weights(small_tasks, tmp_path,  # noqa: F811
+                                                                                  capsys):
+    pytest.importorskip("sklearn")
+    from minibert.io.safetensors_io import load_safetensors
+    model = make_tiny_model_dir(tmp_path / "model", seed=3)  # (as if trained: not the weights of seed 0)
+    (tmp_path / "b" / "untrained-model.partial").mkdir(parents=True)  # an interrupted copy: made again
+    assert main(["bench", "--model", str(model), "--untrained", "--tasks", "conll2003", "--quick", "--out",
+                 str(tmp_path / "b"), "--no-progress"]) == 0
+    twin = tmp_path / "b" / "untrained-model"
+    assert not (tmp_path / "b" / "untrained-model.partial").exists()
+    assert (twin / "config.json").read_text() == (model / "config.json").read_text()
+    assert (twin / "vocab.txt").read_text() == (model / "vocab.txt").read_text()
+    theirs, ours = load_safetensors(model / "model.safetensors"), load_safetensors(twin / "model.safetensors")
+    name = "bert.encoder.layer.0.attention.self.query.weight"
+    assert ours[name].shape == theirs[name].shape and not np.allclose(ours[name], theirs[name])
+    metrics = json.loads((tmp_path / "b" / "conll2003-seed0" / "metrics.json").read_text())
+    assert metrics["checkpoint"] == str(twin)
+    assert json.loads((tmp_path / "b" / "bench.json").read_text())["model"] == f"{model}, untrained"
 
 
 @pytest.mark.parametrize("task, module, name, command", [
