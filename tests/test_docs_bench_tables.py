@@ -1,0 +1,40 @@
+"""The results tables of the built-in tasks in the docs are `minibert bench --compare`'s output on the saved benches
+in docs/bench/, not numbers typed by hand: each `minibert bench --compare ...` command quoted in a doc is followed
+by the table it prints, and this test runs it again and compares."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+
+from minibert.commands.bench import compare
+
+ROOT = Path(__file__).resolve().parents[1]
+COMMAND = re.compile(r"`minibert bench --compare ([^`]*docs/bench/[^`]+)`")  # (one that reads the saved benches)
+
+
+def quoted_tables(path: Path) -> list[tuple[list[str], str]]:
+    """(the command's arguments, the Markdown table that follows it) for each quoted command in the doc."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    found = []
+    for i, line in enumerate(lines):
+        for match in COMMAND.finditer(line):
+            start = next(j for j in range(i + 1, len(lines)) if lines[j].startswith("|"))
+            end = next((j for j in range(start, len(lines)) if not lines[j].startswith("|")), len(lines))
+            found.append((shlex.split(match.group(1)), "\n".join(lines[start:end]) + "\n"))
+    return found
+
+
+def test_the_results_page_quotes_the_comparison():
+    assert quoted_tables(ROOT / "docs" / "results.md"), "docs/results.md quotes no `minibert bench --compare`"
+
+
+@pytest.mark.parametrize("doc", ["docs/results.md", "docs/tasks.md"])
+def test_each_quoted_table_is_what_the_command_prints(doc, monkeypatch):
+    monkeypatch.chdir(ROOT)  # (the commands name docs/bench/*.json from the repository's root)
+    for arguments, table in quoted_tables(ROOT / doc):
+        assert table == compare(arguments), f"{doc}: the table after `minibert bench --compare " \
+                                            f"{shlex.join(arguments)}` is not what it prints now"
