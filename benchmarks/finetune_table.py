@@ -37,14 +37,15 @@ from pathlib import Path
 
 import numpy as np
 
+from minibert.finetune.bench import METRIC_LABELS, ZERO_SHOT, result_of
+from minibert.finetune.tasks import TASKS as BUILT_IN
+
 TASKS = ("wiki-topics", "drug-reviews")  # the default columns
 BASELINE_ROW = "TF-IDF"
 
 
 def parse_column(text: str) -> tuple[str, int | None]:
     """TASK or TASK:N -> (task, N or None)."""
-    from minibert.finetune.tasks import TASKS as BUILT_IN
-
     task, _, count = text.partition(":")
     if task not in BUILT_IN or (count and not (count.isdigit() and int(count) > 0)):
         raise SystemExit(f"--tasks {text!r}: expected a built-in task ({', '.join(BUILT_IN)}) or TASK:N, N > 0")
@@ -54,14 +55,19 @@ def parse_column(text: str) -> tuple[str, int | None]:
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--row", action="append", default=[], metavar="NAME=MODEL[|FLAGS]", help="a table row")
-    p.add_argument("--tfidf", action="store_true", help="add the TF-IDF + logistic regression row")
+    p.add_argument("--tfidf", action="store_true",
+                   help="add the baselines' row: TF-IDF + logistic regression, the CRF tagger (conll2003), TF-IDF "
+                        "cosine (stsb)")
     p.add_argument("--tasks", nargs="+", default=list(TASKS), metavar="TASK[:N]",
                    help="the columns: built-in tasks, TASK:N on N training examples (default: %(default)s)")
     p.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     p.add_argument("--jobs", type=int, default=2, help="runs at a time, one core each (default 2)")
     p.add_argument("--out", required=True, help="folder for results.jsonl and the runs' models")
     p.add_argument("--table-only", action="store_true", help="print the table of OUT/results.jsonl, run nothing")
-    return p.parse_args()
+    args = p.parse_args()
+    for column in args.tasks:
+        parse_column(column)
+    return args
 
 
 def parse_row(text: str) -> tuple[str, str, list[str]]:
@@ -89,8 +95,6 @@ def pretraining_minutes(model: str) -> float | None:
 
 
 def _command(job: dict, folder: str) -> list[str]:
-    from minibert.finetune.tasks import TASKS as BUILT_IN
-
     task, count = parse_column(job["task"])
     cmd = [sys.executable, "-m", "minibert", "finetune", "--task", task, "--seed", str(job["seed"]), "--json",
            "--no-progress", "--out", folder]
@@ -102,9 +106,6 @@ def _command(job: dict, folder: str) -> list[str]:
 
 
 def run_one(job: dict) -> dict:
-    from minibert.finetune.bench import result_of
-    from minibert.finetune.tasks import TASKS as BUILT_IN
-
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
     with tempfile.TemporaryDirectory() as folder:
         done = subprocess.run(_command(job, folder), env=env, capture_output=True, text=True)
@@ -131,10 +132,8 @@ def table(results: list[dict], rows: list[str], tasks, pre_minutes: dict) -> str
     """Per task: the headline metric's mean +- standard deviation over the seeds (n runs), macro-F1 in brackets
     where the task has it, and the row's minutes. The TF-IDF row of a conll2003 or stsb column is the baseline
     its model runs computed (the CRF tagger; TF-IDF cosine), over the runs of the first row that has them."""
-    from minibert.finetune.tasks import TASKS as BUILT_IN
-
-    lines = ["| row | " + " | ".join(f"{t} {BUILT_IN[parse_column(t)[0]].metrics[0]} | {t} minutes" for t in tasks)
-             + " |", "|" + "---|" * (1 + 2 * len(tasks))]
+    lines = ["| row | " + " | ".join(f"{t} {METRIC_LABELS[BUILT_IN[parse_column(t)[0]].metrics[0]]} | {t} minutes"
+                                     for t in tasks) + " |", "|" + "---|" * (1 + 2 * len(tasks))]
     for row in rows:
         cells = []
         for task in tasks:
@@ -158,14 +157,12 @@ def _computed_baseline(results: list[dict], rows: list[str], task: str) -> str:
     for row in rows:
         got = [r["baselines"] for r in results if r["row"] == row and r["task"] == task and r.get("baselines")]
         if got:
-            label = next(iter(got[0]))  # the CRF tagger; TF-IDF cosine (not the starting model's zero-shot cosine)
+            label = next(label for label in got[0] if label != ZERO_SHOT)  # the CRF tagger; TF-IDF cosine
             return f"{_cell([b[label] / 100 for b in got])} (n={len(got)}, {label})"
     return ""
 
 
 def main():
-    from minibert.finetune.tasks import TASKS as BUILT_IN
-
     args = parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -186,8 +183,6 @@ def main():
         rows.append(BASELINE_ROW)
         jobs += [{"row": BASELINE_ROW, "model": None, "flags": [], "task": t, "seed": s} for t in args.tasks
                  for s in args.seeds if BUILT_IN[parse_column(t)[0]].kind == "sequence"]
-    for column in args.tasks:
-        parse_column(column)
     done = {(r["row"], r["task"], r["seed"]) for r in results if "error" not in r}
     todo = [] if args.table_only else [j for j in jobs if (j["row"], j["task"], j["seed"]) not in done]
     # The longest runs first, so that the last ones to finish are short.

@@ -32,9 +32,10 @@ def test_the_results_page_quotes_the_comparison():
     assert quoted_tables(ROOT / "docs" / "results.md"), "docs/results.md quotes no `minibert bench --compare`"
 
 
-@pytest.mark.parametrize("doc", ["docs/results.md", "docs/tasks.md"])
+@pytest.mark.parametrize("doc", sorted(path.name for path in (ROOT / "docs").glob("*.md")
+                                        if COMMAND.search(path.read_text(encoding="utf-8"))))
 def test_each_quoted_table_is_what_the_command_prints(doc, monkeypatch):
     monkeypatch.chdir(ROOT)  # (the commands name docs/bench/*.json from the repository's root)
-    for arguments, table in quoted_tables(ROOT / doc):
-        assert table == compare(arguments), f"{doc}: the table after `minibert bench --compare " \
+    for arguments, table in quoted_tables(ROOT / "docs" / doc):
+        assert table == compare(arguments), f"docs/{doc}: the table after `minibert bench --compare " \
                                             f"{shlex.join(arguments)}` is not what it prints now"

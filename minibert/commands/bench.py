@@ -37,12 +37,12 @@ See docs/tasks.md."""
                         help="a smoke run: 48 training examples, 1 epoch, eval and test on 24, every task")
     parser.add_argument("--untrained", action="store_true",
                         help="bench --model's untrained twin instead: its config and tokenizer with freshly "
-                             "initialised weights (seed 0, saved in OUT/untrained-model/); beside the model's own "
-                             "bench, it shows what the pre-training is worth")
+                             "initialised weights (seed 0, saved in OUT/untrained-<model's name>/); beside the "
+                             "model's own bench, it shows what the pre-training is worth")
     parser.add_argument("--max-train-examples", type=int, metavar="N",
-                        help="train every task on at most N examples (a seeded draw; the baselines on the same "
-                             "ones): how the model does with few labels. Default: each task's own (imdb 1,600, the "
-                             "others all)")
+                        help="train every task on N examples (a seeded draw; the baselines on the same ones): how "
+                             "the model does with few labels. N replaces each task's own training-set size (imdb's "
+                             "1,600 too; a task with fewer trains on all it has). Default: each task's own")
     parser.add_argument("--no-baselines", action="store_true", help="skip the baselines (they need scikit-learn)")
     parser.add_argument("--procs", default=None, metavar="N",
                         help="processes of each fine-tuning run, as minibert finetune's --procs (auto: 2 on a "
@@ -79,18 +79,30 @@ def compare(paths: list[str]) -> str:
 
     from minibert.finetune.bench import comparison
 
+    from minibert.finetune.tasks import TASKS
+
     benches = {}
     for text in paths:
-        name, _, path = text.rpartition("=")
+        name, path = ("", text) if Path(text).exists() else text.partition("=")[::2]  # (a path may hold "=")
         path = Path(path)
         file = path / "bench.json" if path.is_dir() else path
         if not file.is_file():
             raise ValueError(f"--compare {text}: no bench.json there (a `minibert bench --out` folder or its "
                              f"bench.json)")
-        bench = json.loads(file.read_text(encoding="utf-8"))
-        if not isinstance(bench, dict) or not isinstance(bench.get("rows"), list):
-            raise ValueError(f"--compare {text}: {file} is not a table `minibert bench` saved")
-        benches[name or bench.get("model", str(path))] = bench
+        try:
+            bench = json.loads(file.read_text(encoding="utf-8"))
+            rows = bench["rows"]
+            known = all(row["task"] in TASKS and {"metric", "mean", "std", "seeds", "baselines"} <= set(row)
+                        for row in rows)
+        except (ValueError, KeyError, TypeError):
+            known = False
+        if not known:
+            raise ValueError(f"--compare {text}: {file} is not a table `minibert bench` saved (of the built-in "
+                             f"tasks {', '.join(TASKS)})")
+        name = name or bench.get("model") or str(path)
+        if name in benches:
+            raise ValueError(f"--compare {text}: a second row named {name!r}; name them: NAME=DIR")
+        benches[name] = bench
     return comparison(benches)
 
 
@@ -101,6 +113,11 @@ def run(args) -> int:
     from pathlib import Path
 
     if args.compare:
+        given = [flag for flag, value in (("--untrained", args.untrained), ("--quick", args.quick),
+                                          ("--max-train-examples", args.max_train_examples is not None))
+                 if value]
+        if given:
+            raise ValueError(f"--compare trains nothing: it does not go with {', '.join(given)}")
         print(compare(args.compare), end="")
         return 0
 
@@ -111,9 +128,10 @@ def run(args) -> int:
 
     if min(args.seeds) < 0:
         raise ValueError(f"--seeds must be non-negative integers, got {min(args.seeds)}")
-    if args.max_train_examples is not None and (args.quick or args.max_train_examples < 1):
-        raise ValueError("--max-train-examples must be at least 1, and not given with --quick (which takes 48), got "
-                         f"{args.max_train_examples}")
+    if args.max_train_examples is not None and args.quick:
+        raise ValueError("--max-train-examples does not go with --quick (which trains on 48)")
+    if args.max_train_examples is not None and args.max_train_examples < 1:
+        raise ValueError(f"--max-train-examples must be at least 1, got {args.max_train_examples}")
     # every check before the first run: the model folder, each task's data, scikit-learn for the baselines
     resolve_model(args.model)
     for name in args.tasks:
@@ -128,7 +146,8 @@ def run(args) -> int:
     args.model_dir, label = args.model, args.model
     if args.untrained:
         from minibert.finetune.untrained import untrained_copy
-        args.model_dir, label = untrained_copy(args.model, out / "untrained-model"), f"{args.model}, untrained"
+        twin = out / f"untrained-{Path(args.model).resolve().name}"
+        args.model_dir, label = untrained_copy(args.model, twin), f"{args.model}, untrained"
 
     def run_finetune(name, seed, folder, quick):
         argv = _finetune_args(args, name, seed, folder, quick, procs)

@@ -5,8 +5,9 @@ bar chart).
 Each (task, seed) run writes its metrics.json into OUT/<task>-seed<seed>/ and, once finished, a result file
 OUT/<task>-seed<seed>.json: a bench started again skips the runs whose result file is there (resumable), and
 redoes an interrupted one from the start. `quick` is a smoke run: tiny training subsets, one epoch, tiny eval
-and test slices. `max_train_examples` caps every task's training set (a few labels: how far does the model get
-with 500?); a result made with another cap is refused rather than mixed into the table.
+and test slices. `max_train_examples` sets every task's training-set size (a few labels: how far does the model
+get with 500?). Each result file names the bench that made it (the model, quick, the training-set size): a result
+of another bench in the same folder is refused rather than mixed into the table.
 """
 
 from __future__ import annotations
@@ -22,11 +23,11 @@ from minibert.finetune.tasks import TASKS
 QUICK = {"max_train_examples": 48, "epochs": 1, "max_eval_examples": 24}  # a smoke run's options, every task
 
 # Where each kind of run's metrics.json keeps the baselines' headline numbers: (name in the table, path).
+ZERO_SHOT = "zero-shot cosine of the starting model"  # the one baseline that depends on the model fine-tuned
 BASELINES = {"sequence": (("TF-IDF + logistic regression", ("baseline", "test", "accuracy")),),
              "tokens": (("feature tagger ({method})", ("baseline", "test", "f1")),),
              "regression": (("TF-IDF cosine", ("baseline", "tfidf_cosine", "test", "spearman")),
-                            ("zero-shot cosine of the starting model", ("baseline", "zero_shot_cosine", "test",
-                                                                        "spearman")))}
+                            (ZERO_SHOT, ("baseline", "zero_shot_cosine", "test", "spearman")))}
 
 
 def _get(record: dict, path):
@@ -37,7 +38,7 @@ def _get(record: dict, path):
     return record
 
 
-def result_of(name: str, seed: int, metrics: dict, max_train_examples: int | None = None) -> dict:
+def result_of(name: str, seed: int, metrics: dict) -> dict:
     """The bench's record of one run: the task's test metrics (in percent), its baselines', the time."""
     spec = TASKS[name]
     scores = {metric: 100 * metrics["test"][metric] for metric in spec.metrics if metric in metrics["test"]}
@@ -49,14 +50,15 @@ def result_of(name: str, seed: int, metrics: dict, max_train_examples: int | Non
             "epochs": metrics["settings"]["epochs"], "lr": metrics["settings"]["lr"],
             "max_length": metrics["settings"]["max_length"], "num_train": metrics["num_train"],
             "num_test": metrics["num_test"], "train_time_s": metrics["train_time_s"],
-            "wall_time_s": metrics.get("wall_time_s"), "max_train_examples": max_train_examples}
+            "wall_time_s": metrics.get("wall_time_s")}
 
 
 def run_bench(model: str, tasks: list[str], out: Path, seeds: list[int], quick: bool, finetune, log=print,
               progress: bool = True, max_train_examples: int | None = None) -> dict:
     """Fine-tune `model` on each task and seed not yet done: finetune(task, seed, run folder, quick) runs one
     `minibert finetune --task` (with max_train_examples, when given) and returns its metrics.json as a dict.
-    Returns the table (table())."""
+    Returns the table (table()). A result file already in `out` from another bench (another model, quick or
+    training-set size) is a ValueError."""
     from minibert._progress import tqdm
 
     out = Path(out)
@@ -64,10 +66,10 @@ def run_bench(model: str, tasks: list[str], out: Path, seeds: list[int], quick: 
     jobs = [(name, seed) for name in tasks for seed in seeds]
     done = {job: out / f"{job[0]}-seed{job[1]}.json" for job in jobs}
     todo = [job for job in jobs if not done[job].exists()]
+    made_by = {"model": model, "quick": quick, "max_train_examples": max_train_examples}
     for job in jobs:
-        if job not in todo and (cap := _read(done[job]).get("max_train_examples")) != max_train_examples:
-            raise ValueError(f"{done[job]} was run with --max-train-examples {cap}, this bench with "
-                             f"{max_train_examples}: give another --out, or delete it to redo it")
+        if job not in todo:
+            _refuse_another_bench(done[job], _read(done[job]), made_by)
     if len(todo) < len(jobs):
         log(f"bench: {len(jobs) - len(todo)} of {len(jobs)} runs already finished in {out}/ (kept; delete their "
             f".json to redo them)")
@@ -77,7 +79,7 @@ def run_bench(model: str, tasks: list[str], out: Path, seeds: list[int], quick: 
         bar.set_postfix_str(f"{name} seed {seed}")
         log(f"\nbench: {name}, seed {seed} ({i + 1} of {len(todo)} to run)")
         metrics = finetune(name, seed, out / f"{name}-seed{seed}", quick)
-        _write(done[(name, seed)], json.dumps(result_of(name, seed, metrics, max_train_examples), indent=2) + "\n")
+        _write(done[(name, seed)], json.dumps({**result_of(name, seed, metrics), **made_by}, indent=2) + "\n")
         bar.update(1)
         elapsed = time.perf_counter() - started
         left = len(todo) - i - 1
@@ -87,6 +89,24 @@ def run_bench(model: str, tasks: list[str], out: Path, seeds: list[int], quick: 
     bar.close()
     results = [_read(done[job]) for job in jobs]
     return table(model, results, quick)
+
+
+def _bench_words(field: str, value) -> str:
+    if field == "model":
+        return f"model {value}"
+    if field == "quick":
+        return "--quick" if value else "no --quick"
+    return f"--max-train-examples {value}" if value else "each task's own training set"
+
+
+def _refuse_another_bench(path: Path, record: dict, made_by: dict) -> None:
+    """A finished result of another bench (model, quick, training-set size) is refused in one line. (A result file
+    without these fields, written by an older minibert, is checked for the training-set size alone.)"""
+    for field, wanted in made_by.items():
+        if field in record or field == "max_train_examples":
+            if (got := record.get(field)) != wanted:
+                raise ValueError(f"{path} was made by another bench ({_bench_words(field, got)}, not "
+                                 f"{_bench_words(field, wanted)}): give another --out, or delete it to redo it")
 
 
 def _read(path: Path) -> dict:
@@ -139,25 +159,32 @@ def markdown(bench: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-MODEL_FREE = {"TF-IDF + logistic regression", "feature tagger (CRF)", "feature tagger (logistic regression)",
-              "TF-IDF cosine"}  # baselines that do not depend on the model fine-tuned (its zero-shot cosine does)
+def _kind_of_bench(bench: dict) -> str:
+    """'' for a bench of the tasks' own training sets, else what it was: ' (--quick)', ' (500 training examples)'."""
+    if bench.get("quick"):
+        return " (--quick)"
+    cap = bench.get("max_train_examples")
+    return f" ({cap:,} training examples)" if cap else ""
 
 
 def comparison(benches: dict[str, dict]) -> str:
-    """The tutorials' table from several benches ({row name: bench.json}): a row per model, a column per task, the
-    baselines that need no model in the first row and BERT-base's published figures in the last. A cell is the mean
-    over seeds, with the spread and the number of seeds when there are several; the stsb cell adds the model's own
-    zero-shot cosine, the baseline fine-tuning must beat."""
+    """The results table of several benches ({row name: bench.json}), as course chapter 7 draws it: a row per
+    model, a column per task, the baselines that need no model in the first row and BERT-base's published figures
+    in the last. A cell is the mean over seeds, with the spread and the number of seeds when there are several; the
+    stsb cell adds the model's own zero-shot cosine, the baseline fine-tuning must beat. A quick or few-examples
+    bench says so in its row's name; the baselines' row comes from a bench of the full training sets if any."""
     tasks = list(dict.fromkeys(row["task"] for bench in benches.values() for row in bench["rows"]))
     rows_of = {name: {row["task"]: row for row in bench["rows"]} for name, bench in benches.items()}
     lines = ["| model | " + " | ".join(f"{task} ({METRIC_LABELS.get(TASKS[task].metrics[0])})" for task in tasks)
              + " |", "|---" * (len(tasks) + 1) + "|"]
-    baselines = []
+    ordered = sorted(benches, key=lambda name: _kind_of_bench(benches[name]) != "")  # (a stable sort)
+    baselines, kind = [], ""
     for task in tasks:
-        found = [(label, value) for rows in rows_of.values() if task in rows
-                 for label, value in rows[task]["baselines"].items() if label in MODEL_FREE]
+        found = [(label, value, _kind_of_bench(benches[name])) for name in ordered if task in rows_of[name]
+                 for label, value in rows_of[name][task]["baselines"].items() if label != ZERO_SHOT]
         baselines.append(f"{found[0][1]:.1f}, {found[0][0]}" if found else "-")
-    lines.append("| baseline, no pre-training | " + " | ".join(baselines) + " |")
+        kind = kind or (found[0][2] if found else "")
+    lines.append(f"| baseline, no pre-training{kind} | " + " | ".join(baselines) + " |")
     for name, rows in rows_of.items():
         cells = []
         for task in tasks:
@@ -167,10 +194,9 @@ def comparison(benches: dict[str, dict]) -> str:
                 continue
             n = len(row["seeds"])
             cell = f"{row['mean']:.1f}" + (f" ± {row['std']:.1f} ({n} seeds)" if n > 1 else " (1 seed)")
-            own = {label: v for label, v in row["baselines"].items() if label not in MODEL_FREE}
-            cells.append(cell + "".join(f"; {label.replace(' of the starting model', '')} {v:.1f}"
-                                        for label, v in own.items()))
-        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+            own = row["baselines"].get(ZERO_SHOT)
+            cells.append(cell + ("" if own is None else f"; zero-shot cosine {own:.1f}"))
+        lines.append(f"| {name}{_kind_of_bench(benches[name])} | " + " | ".join(cells) + " |")
     published = [TASKS[task].published for task in tasks]
     lines.append("| BERT-base, published | " + " | ".join("-" if p is None else f"{p.value:.1f}" for p in published)
                  + " |")

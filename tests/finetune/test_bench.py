@@ -51,24 +51,37 @@ def test_a_finished_task_is_not_run_again(tmp_path):
     assert "92.4 (BERT-base, CoNLL-2003 test (dev 96.4); Devlin et al. 2019)" in text
 
 
-def test_a_cap_on_training_examples_reaches_every_run_and_is_never_mixed_with_another(tmp_path):
-    from minibert.commands.bench import _finetune_args
-    args = type("Args", (), {"model_dir": "m", "no_baselines": False, "no_progress": True, "max_train_examples": 500})
-    argv = _finetune_args(args, "imdb", 1, tmp_path / "imdb-seed1", False, 1)
-    assert argv[argv.index("--max-train-examples") + 1] == "500"
-    bench = run_bench("m", ["stsb"], tmp_path, [0], False, lambda *a: fake_metrics("stsb", 0), log=lambda m: None,
-                      progress=False, max_train_examples=500)
+def stsb_run(name, seed, *args):
+    return fake_metrics(name, seed)
+
+
+def test_a_result_of_another_bench_is_refused_rather_than_mixed_in(tmp_path):
+    bench = run_bench("m", ["stsb"], tmp_path, [0], False, stsb_run, log=lambda m: None, progress=False,
+                      max_train_examples=500)
     assert markdown(bench).startswith("minibert bench, model m (at most 500 training examples per task)")
-    with pytest.raises(ValueError, match="stsb-seed0.json was run with --max-train-examples 500, this bench with "
-                                         "None"):
-        run_bench("m", ["stsb"], tmp_path, [0], False, lambda *a: fake_metrics("stsb", 0), log=lambda m: None,
-                  progress=False)
+    quiet = dict(log=lambda m: None, progress=False)
+    for other, words in [(dict(model="m"), "--max-train-examples 500, not each task's own training set"),
+                         (dict(model="m, untrained", max_train_examples=500), "model m, not model m, untrained"),
+                         (dict(model="m", quick=True, max_train_examples=500), "no --quick, not --quick")]:
+        with pytest.raises(ValueError, match=f"stsb-seed0.json was made by another bench \\({words}\\): give "
+                                             f"another --out, or delete it to redo it"):
+            run_bench(other["model"], ["stsb"], tmp_path, [0], other.get("quick", False), stsb_run,
+                      max_train_examples=other.get("max_train_examples"), **quiet)
+    # a result file of an older minibert names no model: only its training-set size (none: the task's own) is known
+    old = json.loads((tmp_path / "stsb-seed0.json").read_text())
+    for field in ("model", "quick", "max_train_examples"):
+        del old[field]
+    (tmp_path / "stsb-seed0.json").write_text(json.dumps(old))
+    assert run_bench("another", ["stsb"], tmp_path, [0], False, None, **quiet)["rows"][0]["mean"] == 50.0
 
 
-@pytest.mark.parametrize("flags", [["--max-train-examples", "0"], ["--max-train-examples", "40", "--quick"]])
-def test_a_wrong_cap_is_refused_before_any_run(tmp_path, capsys, flags):
+@pytest.mark.parametrize("flags, error", [
+    (["--max-train-examples", "0"], "--max-train-examples must be at least 1, got 0"),
+    (["--max-train-examples", "40", "--quick"], "--max-train-examples does not go with --quick (which trains on 48)"),
+    (["--compare", "x", "--untrained"], "--compare trains nothing: it does not go with --untrained")])
+def test_wrong_options_are_refused_before_any_run(tmp_path, capsys, flags, error):
     assert main(["bench", "--model", "minilm", "--tasks", "stsb", "--out", str(tmp_path / "b"), *flags]) == 2
-    assert "--max-train-examples must be at least 1, and not given with --quick" in capsys.readouterr().err
+    assert capsys.readouterr().err.strip() == f"minibert bench: error: {error}"
     assert not (tmp_path / "b").exists()
 
 
@@ -86,17 +99,37 @@ def test_the_comparison_has_a_row_per_model_and_the_baselines_that_need_no_model
     assert lines[5] == "| BERT-base, published | 92.4 | 85.8 |"
 
 
-def test_compare_reads_saved_benches_and_refuses_a_folder_without_one(tmp_path, capsys):
-    run_bench("m", ["stsb"], tmp_path / "b", [0], False, lambda name, seed, *a: fake_metrics(name, seed),
-              log=lambda m: None, progress=False)
+def test_a_quick_or_few_examples_bench_says_so_and_the_baselines_come_from_a_full_one(tmp_path):
+    few = run_bench("m", ["stsb"], tmp_path / "few", [0], False,
+                    lambda *a: {**fake_metrics("stsb", 0), "baseline": {"tfidf_cosine": {"test": {"spearman": 0.1}}}},
+                    log=lambda m: None, progress=False, max_train_examples=500)
+    full = run_bench("m", ["stsb"], tmp_path / "full", [0], False, stsb_run, log=lambda m: None, progress=False)
+    quick = run_bench("m", ["stsb"], tmp_path / "quick", [0], True, stsb_run, log=lambda m: None, progress=False)
+    lines = comparison({"few": few, "full": full, "quick": quick}).splitlines()
+    assert lines[2] == "| baseline, no pre-training | 30.0, TF-IDF cosine |"  # the full bench's, not the 500's
+    assert [line.split(" |")[0] for line in lines[3:6]] == ["| few (500 training examples)", "| full",
+                                                             "| quick (--quick)"]
+    alone = comparison({"few": few}).splitlines()
+    assert alone[2] == "| baseline, no pre-training (500 training examples) | 10.0, TF-IDF cosine |"
+
+
+def test_compare_reads_saved_benches_and_refuses_what_it_cannot_read(tmp_path, capsys):
     from minibert.finetune.bench import save_bench
-    save_bench(run_bench("m", ["stsb"], tmp_path / "b", [0], False, None, log=lambda m: None, progress=False),
-               tmp_path / "b", log=lambda m: None)
-    assert main(["bench", "--compare", f"mine={tmp_path / 'b'}"]) == 0
-    assert "| mine | 50.0 (1 seed); zero-shot cosine 80.0 |" in capsys.readouterr().out
-    assert main(["bench", "--compare", str(tmp_path)]) == 2
-    assert capsys.readouterr().err.strip().endswith(f"--compare {tmp_path}: no bench.json there (a `minibert bench "
-                                                    f"--out` folder or its bench.json)")
+    folder = tmp_path / "lr=1e-4"  # (a folder's name may hold "=")
+    save_bench(run_bench("m", ["stsb"], folder, [0], False, stsb_run, log=lambda m: None, progress=False),
+               folder, log=lambda m: None)
+    assert main(["bench", "--compare", f"mine={folder}", str(folder / "bench.json")]) == 0
+    out = capsys.readouterr().out
+    assert "| mine | 50.0 (1 seed); zero-shot cosine 80.0 |" in out and "| m | 50.0 (1 seed)" in out
+    (tmp_path / "broken.json").write_text("{'rows': ")
+    (tmp_path / "other.json").write_text(json.dumps({"rows": [{"task": "sst2", "metric": "accuracy"}]}))
+    for argv, error in [([str(tmp_path)], f"--compare {tmp_path}: no bench.json there"),
+                        ([str(tmp_path / "broken.json")], "broken.json is not a table `minibert bench` saved"),
+                        ([str(tmp_path / "other.json")], "other.json is not a table `minibert bench` saved"),
+                        ([f"a={folder}", f"a={folder}"], "a second row named 'a'; name them: NAME=DIR")]:
+        assert main(["bench", "--compare", *argv]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and error in err
 
 
 def test_without_matplotlib_the_chart_is_skipped_with_a_note(tmp_path, monkeypatch):
@@ -138,14 +171,15 @@ def test_quick_bench_end_to_end_and_resumed(small_tasks, tmp_path, capsys):  # n
 
 def test_the_untrained_twin_has_the_models_config_and_tokenizer_and_new_weights(small_tasks, tmp_path,  # noqa: F811
                                                                                   capsys):
-    pytest.importorskip("sklearn")
     from minibert.io.safetensors_io import load_safetensors
-    model = make_tiny_model_dir(tmp_path / "model", seed=3)  # (as if trained: not the weights of seed 0)
-    (tmp_path / "b" / "untrained-model.partial").mkdir(parents=True)  # an interrupted copy: made again
+    model = make_tiny_model_dir(tmp_path / "tiny", seed=3)  # (as if trained: not the weights of seed 0)
+    twin = tmp_path / "b" / "untrained-tiny"
+    (tmp_path / "b" / "untrained-tiny.partial").mkdir(parents=True)  # an interrupted copy: made again
+    twin.mkdir()
+    (twin / "config.json").write_text("{}")  # an unfinished copy made in place: made again
     assert main(["bench", "--model", str(model), "--untrained", "--tasks", "conll2003", "--quick", "--out",
-                 str(tmp_path / "b"), "--no-progress"]) == 0
-    twin = tmp_path / "b" / "untrained-model"
-    assert not (tmp_path / "b" / "untrained-model.partial").exists()
+                 str(tmp_path / "b"), "--no-progress", "--no-baselines"]) == 0
+    assert not (tmp_path / "b" / "untrained-tiny.partial").exists()
     assert (twin / "config.json").read_text() == (model / "config.json").read_text()
     assert (twin / "vocab.txt").read_text() == (model / "vocab.txt").read_text()
     theirs, ours = load_safetensors(model / "model.safetensors"), load_safetensors(twin / "model.safetensors")

@@ -37,7 +37,7 @@ def test_the_baseline_row_of_a_tagging_or_similarity_task_is_what_the_model_runs
              "baselines": {"TF-IDF cosine": 64.0 + 2 * s, "zero-shot cosine of the starting model": 45.0}}
             for s in (0, 1)]
     text = finetune_table.table(runs, ["a", "TF-IDF"], ["stsb"], {})
-    assert text.splitlines()[0] == "| row | stsb spearman | stsb minutes |"
+    assert text.splitlines()[0] == "| row | stsb Spearman | stsb minutes |"
     assert text.splitlines()[2] == "| a | 30.0 +- 0.0 (n=2) | 1.0 |"  # (no macro-F1 for a regression)
     assert text.splitlines()[3] == "| TF-IDF | 65.0 +- 1.4 (n=2, TF-IDF cosine) |  |"
 
