@@ -278,8 +278,10 @@ class Stage:
         for path in sorted((self.root / repo_path).iterdir()):
             if path.name.startswith((".", "__")) or path.suffix in (".pyc", ".tmp"):
                 continue
-            name = path.name + ("/" if path.is_dir() else "")
-            staged = None if path.is_dir() else self._stage_file(posixpath.join(repo_path, path.name))
+            name, file = path.name + ("/" if path.is_dir() else ""), posixpath.join(repo_path, path.name)
+            # (a file already staged as it is, e.g. a data file of docs/, is linked as it is: a code page of it
+            # would be served at the same address)
+            staged = None if path.is_dir() else file if file in self.files else self._stage_file(file)
             lines.append(f"- [{name}]({posixpath.basename(staged)})" if staged else f"- {name}")
         return ("\n".join(lines) + "\n").encode("utf-8")
 

@@ -209,6 +209,16 @@ def test_a_folder_without_readme_gets_a_page_that_lists_its_files(tmp_path, monk
     assert (tmp_path / "site" / "tool" / "helpers.py" / "index.html").is_file()
 
 
+def test_a_linked_folder_of_docs_data_lists_its_files_as_they_are(tmp_path, monkeypatch):
+    files = dict(GOOD, **{"docs/tables/a.json": "{}\n"})
+    files["docs/guide.md"] += "\nThe tables: [a.json](tables/a.json), all of them in [tables/](tables/).\n"
+    built, warnings = build_small_site(tmp_path, files, monkeypatch)
+    assert built and not warnings, warnings  # (a code page of a.json would take the address of a.json itself)
+    assert (tmp_path / "stage" / "src" / "docs" / "tables" / "index.md").read_text() == \
+        "# docs/tables/\n\n- [a.json](a.json)\n"
+    assert (tmp_path / "site" / "docs" / "tables" / "a.json").read_text() == "{}\n"
+
+
 @pytest.mark.parametrize("kind", sorted(BROKEN))
 def test_a_broken_link_fails_the_strict_build(tmp_path, kind, monkeypatch):
     page, link, named = BROKEN[kind]
