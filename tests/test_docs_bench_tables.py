@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from minibert.commands.bench import compare
+from minibert.finetune.bench import compare
 
 ROOT = Path(__file__).resolve().parents[1]
 COMMAND = re.compile(r"`minibert bench --compare ([^`]*docs/bench/[^`]+)`")  # (one that reads the saved benches)

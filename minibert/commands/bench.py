@@ -72,40 +72,6 @@ def _finetune_args(args, name: str, seed: int, folder, quick: bool, procs: int) 
     return argv
 
 
-def compare(paths: list[str]) -> str:
-    """The comparison table of the benches at `paths` ([NAME=]folder or bench.json); one line for a missing one."""
-    import json
-    from pathlib import Path
-
-    from minibert.finetune.bench import comparison
-
-    from minibert.finetune.tasks import TASKS
-
-    benches = {}
-    for text in paths:
-        name, path = ("", text) if Path(text).exists() else text.partition("=")[::2]  # (a path may hold "=")
-        path = Path(path)
-        file = path / "bench.json" if path.is_dir() else path
-        if not file.is_file():
-            raise ValueError(f"--compare {text}: no bench.json there (a `minibert bench --out` folder or its "
-                             f"bench.json)")
-        try:
-            bench = json.loads(file.read_text(encoding="utf-8"))
-            rows = bench["rows"]
-            known = all(row["task"] in TASKS and {"metric", "mean", "std", "seeds", "baselines"} <= set(row)
-                        for row in rows)
-        except (ValueError, KeyError, TypeError):
-            known = False
-        if not known:
-            raise ValueError(f"--compare {text}: {file} is not a table `minibert bench` saved (of the built-in "
-                             f"tasks {', '.join(TASKS)})")
-        name = name or bench.get("model") or str(path)
-        if name in benches:
-            raise ValueError(f"--compare {text}: a second row named {name!r}; name them: NAME=DIR")
-        benches[name] = bench
-    return comparison(benches)
-
-
 def run(args) -> int:
     import json
     import subprocess
@@ -118,6 +84,7 @@ def run(args) -> int:
                  if value]
         if given:
             raise ValueError(f"--compare trains nothing: it does not go with {', '.join(given)}")
+        from minibert.finetune.bench import compare
         print(compare(args.compare), end="")
         return 0
 

@@ -203,6 +203,34 @@ def comparison(benches: dict[str, dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def compare(paths: list[str]) -> str:
+    """`minibert bench --compare`: the comparison() of the benches at `paths` ([NAME=]an --out folder or its
+    bench.json; a row is named after its bench's model unless NAME is given). A missing or unreadable bench, or a
+    second row of the same name, is one line."""
+    benches = {}
+    for text in paths:
+        name, path = ("", text) if Path(text).exists() else text.partition("=")[::2]  # (a path may hold "=")
+        path = Path(path)
+        file = path / "bench.json" if path.is_dir() else path
+        if not file.is_file():
+            raise ValueError(f"--compare {text}: no bench.json there (a `minibert bench --out` folder or its "
+                             f"bench.json)")
+        try:
+            bench = _read(file)
+            known = all(row["task"] in TASKS and {"metric", "mean", "std", "seeds", "baselines"} <= set(row)
+                        for row in bench["rows"])
+        except (ValueError, KeyError, TypeError):
+            known = False
+        if not known:
+            raise ValueError(f"--compare {text}: {file} is not a table `minibert bench` saved (of the built-in "
+                             f"tasks {', '.join(TASKS)})")
+        name = name or bench.get("model") or str(path)
+        if name in benches:
+            raise ValueError(f"--compare {text}: a second row named {name!r}; name them: NAME=DIR")
+        benches[name] = bench
+    return comparison(benches)
+
+
 def save_chart(bench: dict, path: Path) -> Path | None:
     """Bars per task: minibert, its baselines, BERT-base's published figure. None without matplotlib."""
     from minibert.viz.mpl import new_figure, save_figure
