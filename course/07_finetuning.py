@@ -569,7 +569,8 @@ plt.show()
 #   each of three draws, by a point or two.
 # - **The model you start from can be the baseline.** On similarity, MiniLM's own zero-shot cosine was trained
 #   for exactly that; the fine-tuned model beats it only with a learning rate suited to its new head (the task's
-#   1e-4, docs/tasks.md): at BERT's 3e-5 it ended below. The same higher rate moved MiniLM past TF-IDF on IMDB.
+#   1e-4, docs/tasks.md), and narrowly, by less than one run's luck (one run of four ended below): at BERT's 3e-5
+#   it ended below. The same higher rate moved MiniLM past TF-IDF on IMDB.
 # - **Named entities need the body most.** A word's tag depends on its context, and a feature tagger sees only
 #   its neighbours' spelling; the fine-tuned MiniLM beats it.
 #
