@@ -21,6 +21,10 @@ Every run is one process of one BLAS thread (OPENBLAS_NUM_THREADS=1), --jobs of 
 2 cores, --jobs 2. Each run's JSON summary is appended to OUT/results.jsonl as it ends, and a rerun skips the
 runs already there, so an interrupted table resumes. The minutes of a row are its pre-training's (the run's
 summary.json, when MODEL is a `minibert pretrain` run folder) plus the mean fine-tuning run's wall time.
+
+--save FILE keeps the table's runs (row, task, seed, scores, minutes; no paths) as JSON, and --from FILE prints
+the table of such a file again without running anything: the tables in the docs are printed from the files in
+docs/bench/.
 """
 
 from __future__ import annotations
@@ -62,9 +66,13 @@ def parse_args():
                    help="the columns: built-in tasks, TASK:N on N training examples (default: %(default)s)")
     p.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     p.add_argument("--jobs", type=int, default=2, help="runs at a time, one core each (default 2)")
-    p.add_argument("--out", required=True, help="folder for results.jsonl and the runs' models")
+    p.add_argument("--out", help="folder for results.jsonl and the runs' models")
     p.add_argument("--table-only", action="store_true", help="print the table of OUT/results.jsonl, run nothing")
+    p.add_argument("--save", metavar="FILE", help="also write the table's runs to FILE (JSON, no paths)")
+    p.add_argument("--from", dest="saved", metavar="FILE", help="print the table of a --save file, run nothing")
     args = p.parse_args()
+    if not args.saved and not args.out:
+        p.error("--out is required (or --from FILE to print a saved table)")
     for column in args.tasks:
         parse_column(column)
     return args
@@ -86,12 +94,16 @@ def untrained_copy(run: str, out: Path) -> Path:
 
 
 def pretraining_minutes(model: str) -> float | None:
+    """A `minibert pretrain` run's wall minutes (its summary.json), plus those of the run it was --init from."""
     summary = Path(model) / "summary.json"
     if not summary.is_file():
         return None
-    data = json.loads(summary.read_text())
-    seconds = data.get("wall_seconds")
-    return seconds / 60 if seconds else None
+    seconds = json.loads(summary.read_text()).get("wall_seconds")
+    if not seconds:
+        return None
+    settings = Path(model) / "settings.json"
+    init = json.loads(settings.read_text()).get("init") if settings.is_file() else None
+    return seconds / 60 + ((pretraining_minutes(init) or 0) if init else 0)
 
 
 def _command(job: dict, folder: str) -> list[str]:
@@ -118,7 +130,9 @@ def run_one(job: dict) -> dict:
         return {**job, "score": scores["accuracy"], "macro_f1": scores["macro_f1"], "minutes": minutes}
     task = parse_column(job["task"])[0]
     record = result_of(task, job["seed"], summary)  # the test metrics and the baselines' (in percent)
-    return {**job, "score": summary[split][BUILT_IN[task].metrics[0]], "macro_f1": summary[split].get("macro_f1"),
+    metric = BUILT_IN[task].metrics[0]  # (eval_score: the best epoch's, what settings are chosen on, never test)
+    return {**job, "score": summary[split][metric], "macro_f1": summary[split].get("macro_f1"),
+            "eval_score": (summary.get("eval") or {}).get(metric),
             "baselines": record["baselines"], "minutes": minutes, "settings": summary.get("settings"),
             "best_epoch": summary.get("best_epoch")}
 
@@ -162,8 +176,35 @@ def _computed_baseline(results: list[dict], rows: list[str], task: str) -> str:
     return ""
 
 
+KEPT = ("row", "task", "seed", "score", "eval_score", "macro_f1", "minutes", "baselines")  # what --save keeps of a run
+
+
+def save(path: Path, results: list[dict], rows: list[str], tasks, pre_minutes: dict) -> None:
+    """The table's finished runs, without paths or settings, written to a temporary file and renamed."""
+    runs = [{key: r[key] for key in KEPT if key in r} | {"score": r.get("score", r.get("accuracy"))} for r in results
+            if r["row"] in rows and r["task"] in tasks and "error" not in r]
+    runs.sort(key=lambda r: (rows.index(r["row"]), list(tasks).index(r["task"]), r["seed"]))
+    data = {"rows": rows, "tasks": list(tasks), "pretraining_minutes": {row: pre_minutes.get(row) for row in rows},
+            "runs": runs}
+    temporary = path.with_name(path.name + ".tmp")
+    temporary.write_text(json.dumps(data, indent=1) + "\n")
+    temporary.replace(path)
+
+
+def saved_table(path: str) -> str:
+    """The table of a --save file, as it printed when it was saved."""
+    try:
+        data = json.loads(Path(path).read_text())
+        return table(data["runs"], data["rows"], data["tasks"], data["pretraining_minutes"])
+    except (OSError, ValueError, KeyError) as error:
+        raise SystemExit(f"--from {path}: not a table saved by --save ({error})") from None
+
+
 def main():
     args = parse_args()
+    if args.saved:
+        print(saved_table(args.saved))
+        return
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     results_file = out / "results.jsonl"
@@ -196,6 +237,8 @@ def main():
             shown = result.get("error") or f"{100 * result['score']:.1f}"
             print(f"{result['row']} / {result['task']} / seed {result['seed']}: {shown}", file=sys.stderr)
     print(table(results, rows, args.tasks, pre_minutes))
+    if args.save:
+        save(Path(args.save), results, rows, args.tasks, pre_minutes)
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 its seeds, per task, with the minutes of its pre-training added."""
 
 import importlib.util
+import json
 from pathlib import Path
 
 import pytest
@@ -55,3 +56,39 @@ def test_a_column_may_cap_the_labelled_examples_and_each_run_gets_its_flags():
     assert finetune_table._command({**model, "task": "stsb"}, "out")[-1] == "--baseline"
     tfidf = finetune_table._command({"row": "TF-IDF", "model": None, "flags": [], "seed": 2, "task": "imdb:500"}, "o")
     assert tfidf[-1] == "--baseline-only" and "--model" not in tfidf and "500" in tfidf
+
+
+def test_a_saved_table_prints_again_as_it_printed_and_keeps_no_paths(tmp_path):
+    results = [{"row": "a", "model": "/somewhere/runs/mini", "flags": [], "task": "imdb", "seed": s, "score": acc,
+                "macro_f1": acc - 0.01, "minutes": 0.5, "settings": {"lr": 5e-4}} for s, acc in ((1, 0.7), (0, 0.6))]
+    results += [{"row": "a", "task": "imdb:500", "seed": 0, "error": ["boom"]},  # (a failed run is not kept)
+                {"row": "b", "model": "x", "task": "imdb", "seed": 0, "score": 0.9, "minutes": 1.0},
+                {"row": "TF-IDF", "model": None, "task": "imdb", "seed": 0, "accuracy": 0.8, "macro_f1": 0.8,
+                 "minutes": 0.1}]  # (a run recorded before "score" was the key)
+    rows, tasks, pre = ["a", "TF-IDF"], ["imdb", "imdb:500"], {"a": 13.0}
+    path = tmp_path / "table.json"
+    finetune_table.save(path, results, rows, tasks, pre)
+    assert finetune_table.saved_table(str(path)) == finetune_table.table(results, rows, tasks, pre)
+    text = path.read_text()
+    assert "somewhere" not in text and "settings" not in text and '"b"' not in text
+    assert [r["seed"] for r in json.loads(text)["runs"]] == [0, 1, 0]  # (rows, then tasks, then seeds in order)
+    assert not list(tmp_path.glob("*.tmp"))
+    path.write_text("{}")
+    with pytest.raises(SystemExit, match="table.json: not a table saved by --save"):
+        finetune_table.saved_table(str(path))
+
+
+def test_a_continued_run_counts_the_minutes_of_the_run_it_started_from(tmp_path):
+    def run(name, seconds, init=None):
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / "summary.json").write_text(json.dumps({"wall_seconds": seconds}))
+        (folder / "settings.json").write_text(json.dumps({"init": init}))
+        return str(folder)
+
+    wiki = run("wiki", 780.0)
+    reviews = run("reviews", 600.0, init=wiki)
+    assert finetune_table.pretraining_minutes(wiki) == 13.0
+    assert finetune_table.pretraining_minutes(reviews) == 23.0
+    assert finetune_table.pretraining_minutes(run("from-minilm", 60.0, init=str(tmp_path / "minilm"))) == 1.0
+    assert finetune_table.pretraining_minutes(str(tmp_path / "minilm")) is None  # (not a pretrain run: no minutes)
