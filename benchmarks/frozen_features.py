@@ -14,13 +14,14 @@ nothing the task can use. Needs scikit-learn (`pip install -e '.[baselines]'`).
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 from pathlib import Path
 
 from finetune_table import parse_row, untrained_copy  # benchmarks/finetune_table.py
 from minibert.finetune.baseline import choose_c
 from minibert.finetune.data import label_ids
 from minibert.finetune.metrics import classification_metrics
-from minibert.finetune.tasks import TASKS, load_task
+from minibert.finetune.tasks import TASKS, first, load_task
 
 C_GRID = (0.01, 0.1, 1.0, 10.0)  # inverse L2 strengths tried on the eval split
 
@@ -33,6 +34,8 @@ def parse_args():
                    help="a built-in text classification task (default drug-reviews)")
     p.add_argument("--out", required=True, help="folder for the untrained rows' models")
     p.add_argument("--batch-size", type=int, default=32, help="texts per forward (default 32)")
+    p.add_argument("--max-examples", type=int, metavar="N",
+                   help="the first N texts of each split (imdb's 49,578 take minutes a row; default: all)")
     return p.parse_args()
 
 
@@ -55,6 +58,9 @@ def main():
     from minibert.embeddings import SentenceEncoder
 
     task = load_task(args.task)
+    if args.max_examples:
+        task = replace(task, **{split: first(getattr(task, split), args.max_examples)
+                                for split in ("train", "eval", "test")})
     labels = sorted(set(task.train.labels))
     majority = max(task.test.labels.count(label) for label in labels) / len(task.test)
     print(f"{args.task}: {len(task.train)} train, {len(task.eval)} eval, {len(task.test)} test texts; "
