@@ -43,6 +43,7 @@ import numpy as np
 
 from minibert.finetune.bench import METRIC_LABELS, ZERO_SHOT, result_of
 from minibert.finetune.tasks import TASKS as BUILT_IN
+from minibert.io.atomic import atomic_write_text
 
 TASKS = ("wiki-topics", "drug-reviews")  # the default columns
 BASELINE_ROW = "TF-IDF"
@@ -180,15 +181,13 @@ KEPT = ("row", "task", "seed", "score", "eval_score", "macro_f1", "minutes", "ba
 
 
 def save(path: Path, results: list[dict], rows: list[str], tasks, pre_minutes: dict) -> None:
-    """The table's finished runs, without paths or settings, written to a temporary file and renamed."""
+    """The table's finished runs, without paths or settings (written to a temporary file, then renamed)."""
     runs = [{key: r[key] for key in KEPT if key in r} | {"score": r.get("score", r.get("accuracy"))} for r in results
             if r["row"] in rows and r["task"] in tasks and "error" not in r]
     runs.sort(key=lambda r: (rows.index(r["row"]), list(tasks).index(r["task"]), r["seed"]))
     data = {"rows": rows, "tasks": list(tasks), "pretraining_minutes": {row: pre_minutes.get(row) for row in rows},
             "runs": runs}
-    temporary = path.with_name(path.name + ".tmp")
-    temporary.write_text(json.dumps(data, indent=1) + "\n")
-    temporary.replace(path)
+    atomic_write_text(path, json.dumps(data, indent=1) + "\n")
 
 
 def saved_table(path: str) -> str:

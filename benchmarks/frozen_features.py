@@ -53,14 +53,18 @@ def probe(features: dict, task, labels: list[str]) -> dict:
     return {"C": C, "eval_accuracy": eval_accuracy, **metrics}
 
 
+def first_of_each_split(task, n: int):
+    """The task with the first n texts of its train, eval and test splits (a split of fewer stays whole)."""
+    return replace(task, **{split: first(getattr(task, split), n) for split in ("train", "eval", "test")})
+
+
 def main():
     args = parse_args()
     from minibert.embeddings import SentenceEncoder
 
     task = load_task(args.task)
     if args.max_examples:
-        task = replace(task, **{split: first(getattr(task, split), args.max_examples)
-                                for split in ("train", "eval", "test")})
+        task = first_of_each_split(task, args.max_examples)
     labels = sorted(set(task.train.labels))
     majority = max(task.test.labels.count(label) for label in labels) / len(task.test)
     print(f"{args.task}: {len(task.train)} train, {len(task.eval)} eval, {len(task.test)} test texts; "

@@ -34,3 +34,17 @@ def test_the_probe_reads_a_label_only_where_the_features_hold_it(informative):
         assert result["accuracy"] > 0.95 and result["eval_accuracy"] > 0.95
     else:
         assert 0.4 < result["accuracy"] < 0.6
+
+
+def test_max_examples_keeps_the_first_texts_of_each_split():
+    from minibert.finetune.data import Examples
+    from minibert.finetune.tasks import Task
+
+    def examples(prefix, n):
+        return Examples([f"{prefix} {i}" for i in range(n)], ["pos" if i % 2 else "neg" for i in range(n)])
+
+    task = Task("t", "a toy task", examples("train", 10), examples("eval", 3), examples("test", 6))
+    cut = frozen_features.first_of_each_split(task, 4)
+    assert cut.train.texts == ["train 0", "train 1", "train 2", "train 3"] and cut.train.labels[:2] == ["neg", "pos"]
+    assert cut.eval.texts == ["eval 0", "eval 1", "eval 2"]  # (fewer than 4: whole)
+    assert len(cut.test) == 4 and cut.name == "t"
