@@ -583,8 +583,9 @@ plt.show()
 # The 13-minute mini read Wikipedia summaries and nothing else; on film reviews it was no better than its
 # untrained twin. The obvious fix is to pre-train on reviews: `minibert pretrain --corpus imdb` reads the 24,789
 # reviews of the IMDB task's *training* split (never a test review), and `--init` continues a wiki model on
-# them. `benchmarks/finetune_table.py` fine-tuned each model with the task's defaults, three seeds, on the
-# task's 1,600 labelled reviews and on 500 of them, and saved the runs in `docs/bench/`. Each pre-trained
+# them. `benchmarks/finetune_table.py` fine-tuned each model with the task's defaults, each review read as its
+# head and tail (`--long-texts head-tail`), three seeds, on the task's 1,600 labelled reviews and on 500 of them,
+# and saved the runs in `docs/bench/`. Each pre-trained
 # model is compared with *its own* untrained twin (the same vocabulary and network, new weights): a model
 # pre-trained on reviews also has a tokenizer trained on reviews, and that alone could change the score.
 
@@ -630,9 +631,9 @@ print(f"\nthe largest gain over the twin on 1,600 reviews: {best}, {gaps[best, '
 #   network learns anything, and every pre-trained one does: the pre-trained weights are a starting point that
 #   a few steps can move somewhere useful.
 # - **A bag of words is still ahead.** TF-IDF reads every word of every review; the mini reads 62 pieces of
-#   each, about a fifth. Read as overlapping windows instead (`--long-texts windows`), every mini gains 7 to 11
-#   points, pre-trained or not, and the 52-minute one comes within 2 points of TF-IDF
-#   (docs/finetuning-does-pretraining-pay.md): what the model reads can matter more than how long it was
+#   each, about a fifth. Read as overlapping windows instead (`--long-texts windows`, the mini's default on
+#   imdb), every mini gains 7 to 11 points, pre-trained or not, and the 52-minute one comes within 2 points of
+#   TF-IDF (docs/finetuning-does-pretraining-pay.md): what the model reads can matter more than how long it was
 #   pre-trained.
 #
 # ## Summary

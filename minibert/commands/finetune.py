@@ -105,7 +105,7 @@ tokens, BertForQuestionAnswering for qa). See docs/finetuning.md."""
                             "logits are averaged, or read as their head and tail (the first quarter of the window "
                             "from the start, the rest from the end: Sun et al. 2019), in training, evaluation and "
                             "'minibert predict' (default: windows for a model of fewer than 128 positions such as "
-                            "the mini, else truncate)")
+                            "the mini, else truncate, or head-tail on --task imdb)")
     model.add_argument("--window-overlap", type=int, default=None, metavar="N",
                        help="tokens that neighbouring windows share (default: a quarter of --max-length)")
     model.add_argument("--recompute", action="store_true",

@@ -76,7 +76,8 @@ def setup_training(args, task_type, num_train: int | None = None):
         from minibert.finetune.adapt import check_adaptable
         check_adaptable(checkpoint)
     recipe = choose_recipe(config, max_length, given, task_type, pairs, num_train,
-                           published_lr=getattr(args, "task_published_lr", None))
+                           published_lr=getattr(args, "task_published_lr", None),
+                           long_model_texts=getattr(args, "task_long_texts", None))
     task_defaults = getattr(args, "task_defaults", {})  # (a built-in task's values: not flags, said in the log)
     recipe.flags = tuple(name for name in recipe.flags if name not in task_defaults)
     # (sequence: set again once tokenized. --epochs 0 and --batch-size 0 reach validate() below, to be refused)
@@ -320,6 +321,7 @@ def take_task_defaults(args) -> None:
     for name, value in args.task_defaults.items():
         setattr(args, name, value)
     args.task_published_lr = spec.published_lr  # (the recipe's, for a published-size model with no --lr)
+    args.task_long_texts = spec.long_texts  # (the recipe's, for a model of 128 positions or more)
 
 
 def load_builtin_task(args, log):

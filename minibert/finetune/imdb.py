@@ -4,7 +4,8 @@ accuracy and macro-F1.
 
 The reviews and their one fixed split (train 50% / eval 10% / test 40%, stratified, seed 0) are minibert's
 (minibert/data/imdb.py), shared with the `imdb` pre-training corpus, so that no eval or test review is ever
-pre-trained on. A review longer than the window is read as its head and tail by default (head_tail.py).
+pre-trained on. A review longer than the window is read as its head and tail by a model of 128 positions or
+more (head_tail.py), and as overlapping windows by a shorter one such as the mini (windows.py, recipe.py).
 """
 
 from __future__ import annotations

@@ -100,6 +100,33 @@ def test_the_real_tasks_give_minilm_their_measured_learning_rate():
         assert (settings.lr, settings.epochs) == expected, argv
 
 
+def test_a_task_chooses_how_a_long_model_reads_long_texts_and_a_short_one_reads_windows():
+    assert choose_recipe(MINILM, 256, NO_FLAGS, long_model_texts="head-tail").long_texts == "head-tail"
+    assert choose_recipe(MINI, 64, NO_FLAGS, long_model_texts="head-tail").long_texts == "windows"
+    assert choose_recipe(MINILM, 256, NO_FLAGS, pairs=True, long_model_texts="head-tail").long_texts == "truncate"
+    assert choose_recipe(MINILM, 256, NO_FLAGS, "tokens", long_model_texts="head-tail").long_texts == "truncate"
+    flagged = choose_recipe(MINI, 64, {**NO_FLAGS, "long_texts": "head-tail"}, long_model_texts="head-tail")
+    assert (flagged.long_texts, flagged.flags) == ("head-tail", ("long_texts",))
+
+
+def test_imdb_reads_reviews_as_head_and_tail_for_minilm_and_as_windows_for_a_model_of_few_positions(tmp_path):
+    import argparse
+
+    from minibert.commands.finetune import add_arguments
+    from minibert.commands.finetune_setup import setup_training, take_task_defaults
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    small = make_model_dir(tmp_path / "model")  # 32 positions
+    for argv, expected in ((["--model", "minilm"], ("head-tail", 256)), (["--model", str(small)], ("windows", 32)),
+                           (["--model", str(small), "--long-texts", "head-tail"], ("head-tail", 32))):
+        args = parser.parse_args(["--task", "imdb", *argv])
+        take_task_defaults(args)
+        settings = setup_training(args, args.task_type, 1600)[3]
+        assert (settings.long_texts, settings.max_length) == expected, argv
+        assert settings.recipe_flags == (("long_texts",) if "--long-texts" in argv else ()), argv
+
+
 def test_flags_win_and_are_listed():
     given = {**NO_FLAGS, "lr": 1e-4, "epochs": 7, "long_texts": "truncate"}
     recipe = choose_recipe(MINI, 64, given)
