@@ -593,9 +593,9 @@ plt.show()
 pays = json.loads((bench_folder / "does-pretraining-pay.json").read_text())
 
 
-def cell(row, task):
-    """Mean and standard deviation (in points) of a row's test accuracy over its seeds."""
-    scores = [100 * run["score"] for run in pays["runs"] if run["row"] == row and run["task"] == task]
+def cell(row, task, saved=pays):
+    """Mean and standard deviation (in points) of a row's test accuracy over its seeds, in a saved table."""
+    scores = [100 * run["score"] for run in saved["runs"] if run["row"] == row and run["task"] == task]
     return np.mean(scores), np.std(scores, ddof=1), len(scores)
 
 
@@ -627,9 +627,9 @@ print(f"\nthe largest gain over the twin on 1,600 reviews: {best}, {gaps[best, '
 #   1,600 labelled reviews. Four times the steps on reviews (52 minutes on 2 cores) is the first budget measured
 #   that beats the twin by 5 points (twice the steps, 26 minutes, gave +3.5, below): how long a model must
 #   pre-train before it pays is a measurement, not a given.
-# - **Pre-training matters most when labels are few.** On 500 reviews (63 steps of fine-tuning) no untrained
-#   network learns anything, and every pre-trained one does: the pre-trained weights are a starting point that
-#   a few steps can move somewhere useful.
+# - **Pre-training matters most when labels are few.** On 500 reviews read as head and tail (63 steps of
+#   fine-tuning) no untrained network learns anything, and every pre-trained one does: the pre-trained weights
+#   are a starting point that a few steps can move somewhere useful.
 # - **A bag of words is still ahead.** TF-IDF reads every word of every review; the mini reads 62 pieces of
 #   each, about a fifth. Read as overlapping windows instead (`--long-texts windows`, the mini's default on
 #   imdb), every mini gains 7 to 11 points, pre-trained or not, and the 52-minute one comes within 2 points of
@@ -643,15 +643,13 @@ print(f"\nthe largest gain over the twin on 1,600 reviews: {best}, {gaps[best, '
 whole = json.loads((bench_folder / "reviews-read-whole.json").read_text())
 
 
-def mean_of(row, task):
-    return np.mean([100 * run["score"] for run in whole["runs"] if run["row"] == row and run["task"] == task])
-
-
 twin = "untrained mini, imdb vocabulary"
 for task in ("imdb", "imdb:500", "drug-reviews"):
-    print(f"{task}: twin {mean_of(twin, task):.1f}, TF-IDF {mean_of('TF-IDF', task):.1f}")
+    twin_mean = cell(twin, task, whole)[0]
+    print(f"{task}: twin {twin_mean:.1f}, TF-IDF {cell('TF-IDF', task, whole)[0]:.1f}")
     for row in ("13 minutes on imdb", "26 minutes on imdb"):
-        print(f"  {row:<20} {mean_of(row, task):5.1f}   over its twin {mean_of(row, task) - mean_of(twin, task):+5.1f}")
+        mean, std, n = cell(row, task, whole)
+        print(f"  {row:<20} {mean:5.1f} +- {std:3.1f} ({n} seeds)   over its twin {mean - twin_mean:+5.1f}")
 
 # %% [markdown]
 # Read whole, even the untrained network learns from 500 reviews (they are some 4,000 windows), so most of what
