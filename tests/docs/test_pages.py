@@ -43,8 +43,10 @@ def test_every_table_row_of_the_docs_is_under_a_header():
 
 
 def test_a_split_page_links_to_its_parts():
-    for page, parts in {"finetuning.md": ["finetuning-ner-qa.md", "finetuning-does-pretraining-pay.md"],
-                        "pretraining.md": ["pretraining-steps.md"], "experiments.md": ["experiments-code.md"]}.items():
+    split = {"finetuning.md": ["finetuning-ner-qa.md", "finetuning-does-pretraining-pay.md"],
+             "pretraining.md": ["pretraining-steps.md"],
+             "experiments.md": ["experiments-code.md", "experiments-text-like-the-task.md"]}
+    for page, parts in split.items():
         text = (ROOT / "docs" / page).read_text(encoding="utf-8")
         for part in parts:
             assert f"]({part})" in text, f"docs/{page} does not link to {part}"
