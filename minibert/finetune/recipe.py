@@ -73,10 +73,15 @@ def choose_recipe(config, max_length: int, given: dict, task_type: str = "sequen
     lr = 5e-4 if small else (published_lr or 3e-5)
     if few_sentences:
         lr = max(lr, TOKENS_SMALL_DATA_LR)
+    if task_type != "sequence" or pairs:
+        long_texts = "truncate"
+    elif config.max_tokens < WINDOWS_BELOW:
+        long_texts = "windows"
+    else:
+        long_texts = long_model_texts or "truncate"
     values = {"lr": lr, "dropout": 0.1 if small else None,
               "epochs": 3 if task_type == "qa" else None,
-              "long_texts": ("truncate" if task_type != "sequence" or pairs else
-                             "windows" if config.max_tokens < WINDOWS_BELOW else long_model_texts or "truncate"),
+              "long_texts": long_texts,
               "window_overlap": max_length // 4}
     flags = tuple(name for name in values if given.get(name) is not None)
     values.update({name: given[name] for name in flags})

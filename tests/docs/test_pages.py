@@ -1,5 +1,6 @@
 """The guides in docs/ stay short enough to read in one sitting: a page that outgrows 25 KB is split into pages
-that link to each other (as docs/finetuning.md and docs/finetuning-ner-qa.md do)."""
+that link to each other (as docs/finetuning.md and docs/finetuning-ner-qa.md do). Their tables render as tables:
+no row is cut off from its header by a blank line."""
 
 import re
 from pathlib import Path
