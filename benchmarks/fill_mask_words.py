@@ -21,6 +21,7 @@ import argparse
 
 import numpy as np
 
+from finetune_table import parse_row  # benchmarks/finetune_table.py
 from minibert.data.corpus import load_corpus, split_documents
 from minibert.fill_mask import FillMask
 from minibert.layers.loss import IGNORE_INDEX
@@ -58,6 +59,11 @@ def encodings(sentences: list[str], tokenizers: list) -> list[list]:
     return [[tok.encode(s) for s in sentences] for tok in tokenizers]
 
 
+def word_count(encoding) -> int:
+    """How many words the tokenizer's basic pre-tokenization found in the encoded text."""
+    return max((w for w in encoding.word_ids if w is not None), default=-1) + 1
+
+
 def shared_words(encoded: list, max_lengths: list[int], unk_ids: list) -> list[tuple[int, list[int]]]:
     """(sentence number, the words to mask) for the sentences every row can read whole, without the words some
     row reads as [UNK]. `encoded[r][s]`: row r's encoding of sentence s."""
@@ -66,9 +72,8 @@ def shared_words(encoded: list, max_lengths: list[int], unk_ids: list) -> list[t
         rows = [enc[s] for enc in encoded]
         if any(len(e.input_ids) > m for e, m in zip(rows, max_lengths)):
             continue
-        n_words = max((w for w in rows[0].word_ids if w is not None), default=-1) + 1
-        if n_words == 0 or any(max((w for w in e.word_ids if w is not None), default=-1) + 1 != n_words
-                               for e in rows):
+        n_words = word_count(rows[0])
+        if n_words == 0 or any(word_count(e) != n_words for e in rows):
             continue  # (the rows' tokenizers split this sentence into different words: not comparable)
         unknown = {w for e, unk in zip(rows, unk_ids) for i, w in zip(e.input_ids, e.word_ids) if i == unk}
         words = [w for w in masked_words(n_words, s) if w not in unknown]
@@ -78,7 +83,8 @@ def shared_words(encoded: list, max_lengths: list[int], unk_ids: list) -> list[t
 
 
 def masked_batch(encs: list, words: list[list[int]], mask_id: int, pad_id: int) -> tuple[dict, np.ndarray]:
-    """A padded batch with every piece of the chosen words masked, and (B, T) word numbers (-1: not masked)."""
+    """A padded batch with every piece of the chosen words masked, and (B, T) word numbers (-1: not masked; row b's
+    word w is b * T + w, unique in the batch since a word has at least one piece)."""
     B, T = len(encs), max(len(e.input_ids) for e in encs)
     ids = np.full((B, T), pad_id, dtype=np.int64)        # (B, T)
     attention = np.zeros((B, T), dtype=np.int64)          # (B, T)
@@ -89,7 +95,7 @@ def masked_batch(encs: list, words: list[list[int]], mask_id: int, pad_id: int) 
         ids[b, :n], attention[b, :n] = e.input_ids, 1
         for t, w in enumerate(e.word_ids):
             if w is not None and w in chosen:
-                labels[b, t], ids[b, t], word_of[b, t] = ids[b, t], mask_id, b * 1_000_000 + w
+                labels[b, t], ids[b, t], word_of[b, t] = ids[b, t], mask_id, b * T + w
     return {"input_ids": ids, "attention_mask": attention, "token_type_ids": np.zeros_like(ids),
             "labels": labels}, word_of
 
@@ -106,16 +112,13 @@ def fill_words(fill: FillMask, encs: list, chosen: list[tuple[int, list[int]]], 
                                           tok.mask_token_id, tok.pad_token_id)
             out = model.forward(batch["input_ids"], token_type_ids=batch["token_type_ids"],
                                 attention_mask=batch["attention_mask"], labels=batch["labels"])
-            logits = np.asarray(out.prediction_logits, dtype=np.float64)         # (M, V)
             targets = batch["labels"].reshape(-1)[out.masked_positions]          # (M,)
-            log_z = np.logaddexp.reduce(logits, axis=-1)                          # (M,)
-            piece_loss = log_z - logits[np.arange(len(targets)), targets]        # (M,)
-            right = logits.argmax(axis=-1) == targets                             # (M,)
+            right = out.prediction_logits.argmax(axis=-1) == targets              # (M,)
             word = word_of.reshape(-1)[out.masked_positions]                      # (M,)
             ids, where = np.unique(word, return_inverse=True)
             n_words += len(ids)
             n_filled += int((np.bincount(where, weights=~right, minlength=len(ids)) == 0).sum())
-            loss_sum += float(piece_loss.sum())
+            loss_sum += float(out.mlm_loss) * len(targets)  # (mlm_loss: the mean over the masked pieces)
             n_pieces += len(targets)
             n_pieces_right += int(right.sum())
     return {"words": n_words, "word_accuracy": n_filled / n_words, "nats_per_word": loss_sum / n_words,
@@ -126,9 +129,9 @@ def main():
     args = parse_args()
     rows = []
     for text in args.row:
-        if "=" not in text:
-            raise SystemExit(f"--row {text!r}: expected NAME=MODEL")
-        name, path = (part.strip() for part in text.split("=", 1))
+        name, path, flags = parse_row(text)
+        if flags:
+            raise SystemExit(f"--row {text!r}: expected NAME=MODEL (fine-tuning flags do not apply)")
         rows.append((name, FillMask.from_pretrained(path, "--row")))
     sentences = held_out_sentences(args.corpus)
     tokenizers = [fill.tokenizer for _, fill in rows]

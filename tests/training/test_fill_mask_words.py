@@ -7,6 +7,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
+from minibert.layers.loss import cross_entropy_forward
 from minibert.tokenizer import WordPieceTokenizer
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
@@ -38,7 +39,8 @@ class Guesser:
         guesses = np.array([(t + 1) % self.V if t in self.wrong else t for t in targets])
         logits = np.zeros((len(targets), self.V))
         logits[np.arange(len(targets)), guesses] = 5.0
-        return SimpleNamespace(prediction_logits=logits, masked_positions=positions)
+        mlm_loss, _ = cross_entropy_forward(logits, targets)  # (the mean over the masked pieces, as a model gives it)
+        return SimpleNamespace(prediction_logits=logits, masked_positions=positions, mlm_loss=mlm_loss)
 
 
 def test_the_same_words_are_chosen_whatever_the_vocabulary():
